@@ -1,9 +1,9 @@
-# querygate: built with PGXS. The version lives in META.json only; the control file is generated
+# querygate: built with PGXS. The version lives in META.json only (EXT_VERSION: PGXS owns VERSION);
 # from it and the compiler receives it as QUERYGATE_VERSION.
 PG_CONFIG ?= pg_config
 
-VERSION := $(shell sed -n 's/^  "version": "\([^"]*\)",/\1/p' META.json)
-ifeq ($(VERSION),)
+EXT_VERSION := $(shell sed -n 's/^  "version": "\([^"]*\)",/\1/p' META.json)
+ifeq ($(EXT_VERSION),)
 $(error could not read the version from META.json)
 endif
 
@@ -14,9 +14,9 @@ MODULEDIR = extension
 DATA = $(wildcard extension/querygate--*.sql)
 DATA_built = extension/querygate.control
 
-PG_CPPFLAGS = -DQUERYGATE_VERSION='"$(VERSION)"' -Isrc
+PG_CPPFLAGS = -DQUERYGATE_VERSION='"$(EXT_VERSION)"' -Isrc
 # Warnings are errors in every build, not only in CI: a warning left today is a bug found later.
-PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers \
+PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-register \
               -fno-omit-frame-pointer
 SHLIB_LINK = -lmicrohttpd -ljansson -lcrypto -lstdc++
 
@@ -32,7 +32,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 extension/querygate.control: extension/querygate.control.in META.json
-	sed 's/@VERSION@/$(VERSION)/' $< > $@
+	sed 's/@VERSION@/$(EXT_VERSION)/' $< > $@
 
 $(OBJS): $(wildcard src/*.hpp)
 

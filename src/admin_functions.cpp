@@ -1,0 +1,276 @@
+// The SQL administration API: save_query, drop_query, create_policy, drop_policy, grant_query,
+// revoke_query, create_key, revoke_key. PostgreSQL-style code (no C++ objects with destructors), so
+// ereport may jump out of any of it. Every function checks its caller, then writes the catalog in a
+// catalog session (catalog_access.hpp); the catalog's triggers tell the HTTP workers at commit.
+#include "pg_headers.hpp"
+extern "C" {
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+}
+
+#include "catalog_access.hpp"
+#include "saved_query_analysis.hpp"
+#include "secrets.hpp"
+
+extern "C" {
+PG_FUNCTION_INFO_V1(querygate_save_query);
+PG_FUNCTION_INFO_V1(querygate_drop_query);
+PG_FUNCTION_INFO_V1(querygate_create_policy);
+PG_FUNCTION_INFO_V1(querygate_drop_policy);
+PG_FUNCTION_INFO_V1(querygate_grant_query);
+PG_FUNCTION_INFO_V1(querygate_revoke_query);
+PG_FUNCTION_INFO_V1(querygate_create_key);
+PG_FUNCTION_INFO_V1(querygate_revoke_key);
+}
+
+namespace {
+
+// The text argument n, which must not be NULL.
+char *required_text(FunctionCallInfo fcinfo, int n, const char *what)
+{
+    if (PG_ARGISNULL(n))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", what)));
+    return text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+uint64 exec1(const char *sql, const char *arg)
+{
+    Oid types[1] = {TEXTOID};
+    Datum values[1] = {CStringGetTextDatum(arg)};
+    return catalog_exec(sql, 1, types, values, nullptr);
+}
+
+uint64 exec2(const char *sql, const char *a, const char *b)
+{
+    Oid types[2] = {TEXTOID, TEXTOID};
+    Datum values[2] = {CStringGetTextDatum(a), CStringGetTextDatum(b)};
+    return catalog_exec(sql, 2, types, values, nullptr);
+}
+
+void require_policy(const char *policy)
+{
+    if (exec1("SELECT 1 FROM querygate.policy WHERE name = $1", policy) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("policy \"%s\" does not exist", policy)));
+}
+
+void require_query(const char *query)
+{
+    if (exec1("SELECT 1 FROM querygate.saved_query WHERE name = $1", query) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("saved query \"%s\" does not exist", query)));
+}
+
+Datum text_array(char **items, int n)
+{
+    Datum *datums = static_cast<Datum *>(palloc(sizeof(Datum) * Max(n, 1)));
+    for (int i = 0; i < n; i++)
+        datums[i] = CStringGetTextDatum(items[i]);
+    return PointerGetDatum(construct_array(datums, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+Datum oid_array(Oid *items, int n, Oid element_type)
+{
+    Datum *datums = static_cast<Datum *>(palloc(sizeof(Datum) * Max(n, 1)));
+    for (int i = 0; i < n; i++)
+        datums[i] = ObjectIdGetDatum(items[i]);
+    return PointerGetDatum(construct_array(datums, n, element_type, sizeof(Oid), true, TYPALIGN_INT));
+}
+
+} // namespace
+
+Datum querygate_save_query(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *name = required_text(fcinfo, 0, "the query name");
+    check_object_name("query", name);
+    char *sql = required_text(fcinfo, 1, "the query's SQL");
+
+    AnalyzedQuery analyzed;
+    analyze_saved_query(sql, &analyzed);
+    // The saver's search_path, so the workers resolve names as the analysis just did.
+    const char *search_path = GetConfigOption("search_path", false, false);
+
+    CatalogSession session;
+    catalog_session_begin(&session);
+    Oid types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, REGTYPEARRAYOID, TEXTOID, TEXTOID};
+    Datum values[7] = {CStringGetTextDatum(name),
+                       CStringGetTextDatum(sql),
+                       CStringGetTextDatum(analyzed.prepared_sql),
+                       text_array(analyzed.param_names, analyzed.nparams),
+                       oid_array(analyzed.param_types, analyzed.nparams, REGTYPEOID),
+                       CStringGetTextDatum(search_path ? search_path : ""),
+                       PG_ARGISNULL(2) ? (Datum)0 : PG_GETARG_DATUM(2)};
+    bool nulls[7] = {false, false, false, false, false, false, PG_ARGISNULL(2)};
+    catalog_exec("INSERT INTO querygate.saved_query AS q (name, sql, prepared_sql, param_names, "
+                 "param_types, search_path, description, revision) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7, nextval('querygate.saved_query_revision')) "
+                 "ON CONFLICT (name) DO UPDATE SET sql = excluded.sql, "
+                 "prepared_sql = excluded.prepared_sql, param_names = excluded.param_names, "
+                 "param_types = excluded.param_types, search_path = excluded.search_path, "
+                 "description = excluded.description, revision = excluded.revision, "
+                 "updated_at = now()",
+                 7, types, values, nulls);
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_drop_query(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *name = required_text(fcinfo, 0, "the query name");
+    CatalogSession session;
+    catalog_session_begin(&session);
+    if (exec1("DELETE FROM querygate.saved_query WHERE name = $1", name) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("saved query \"%s\" does not exist", name)));
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_create_policy(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *name = required_text(fcinfo, 0, "the policy name");
+    check_object_name("policy", name);
+    Oid run_as = PG_ARGISNULL(1) ? GetUserId() : PG_GETARG_OID(1);
+    // The same rule as SET ROLE: nobody hands out more than they could use themselves.
+    if (!is_member_of_role(GetUserId(), run_as))
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("permission denied to create a policy that runs as \"%s\"",
+                               GetUserNameFromId(run_as, false)),
+                        errdetail("Only a member of a role may create a policy that runs as it.")));
+    if (superuser_arg(run_as) || has_bypassrls_privilege(run_as))
+        ereport(WARNING,
+                (errmsg("policy \"%s\" runs as \"%s\", which bypasses privileges or row-level "
+                        "security",
+                        name, GetUserNameFromId(run_as, false)),
+                 errhint("Pass run_as => a role that holds only the privileges its queries need.")));
+
+    CatalogSession session;
+    catalog_session_begin(&session);
+    if (exec1("SELECT 1 FROM querygate.policy WHERE name = $1", name) > 0)
+        ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
+                        errmsg("policy \"%s\" already exists", name)));
+    Oid types[2] = {TEXTOID, OIDOID};
+    Datum values[2] = {CStringGetTextDatum(name), ObjectIdGetDatum(run_as)};
+    catalog_exec("INSERT INTO querygate.policy (name, run_as) VALUES ($1, $2)", 2, types, values,
+                 nullptr);
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_drop_policy(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *name = required_text(fcinfo, 0, "the policy name");
+    bool cascade = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
+    CatalogSession session;
+    catalog_session_begin(&session);
+    require_policy(name);
+    uint64 active = exec1("SELECT 1 FROM querygate.api_key WHERE policy = $1 AND revoked_at IS NULL",
+                          name);
+    if (active > 0 && !cascade)
+        ereport(ERROR, (errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+                        errmsg("policy \"%s\" is used by %llu active key(s)", name,
+                               (unsigned long long)active),
+                        errhint("Revoke the keys first, or call drop_policy(name, cascade => true), "
+                                "which revokes them.")));
+    if (active > 0)
+        exec1("UPDATE querygate.api_key SET revoked_at = now() "
+              "WHERE policy = $1 AND revoked_at IS NULL",
+              name);
+    exec1("DELETE FROM querygate.policy WHERE name = $1", name);
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_grant_query(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *policy = required_text(fcinfo, 0, "the policy name");
+    char *query = required_text(fcinfo, 1, "the query name");
+    CatalogSession session;
+    catalog_session_begin(&session);
+    require_policy(policy);
+    require_query(query);
+    exec2("INSERT INTO querygate.query_grant (policy, query) VALUES ($1, $2) "
+          "ON CONFLICT DO NOTHING",
+          policy, query);
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_revoke_query(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *policy = required_text(fcinfo, 0, "the policy name");
+    char *query = required_text(fcinfo, 1, "the query name");
+    CatalogSession session;
+    catalog_session_begin(&session);
+    require_policy(policy);
+    require_query(query);
+    exec2("DELETE FROM querygate.query_grant WHERE policy = $1 AND query = $2", policy, query);
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_create_key(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *name = required_text(fcinfo, 0, "the key name");
+    check_object_name("key", name);
+    char *policy = required_text(fcinfo, 1, "the policy name");
+    bool has_expiry = !PG_ARGISNULL(2);
+    if (has_expiry && PG_GETARG_TIMESTAMPTZ(2) <= GetCurrentTimestamp())
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("expires_at must be in the future")));
+
+    char secret[secrets::key_text_length + 1];
+    if (!secrets::new_key(secret))
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("could not generate a key: the random source failed")));
+    bytea *hash = static_cast<bytea *>(palloc(VARHDRSZ + secrets::sha256_length));
+    SET_VARSIZE(hash, VARHDRSZ + secrets::sha256_length);
+    secrets::sha256(secret, secrets::key_text_length,
+                    reinterpret_cast<unsigned char *>(VARDATA(hash)));
+
+    CatalogSession session;
+    catalog_session_begin(&session);
+    require_policy(policy);
+    if (exec1("SELECT 1 FROM querygate.api_key WHERE name = $1 AND revoked_at IS NULL", name) > 0)
+        ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
+                        errmsg("key \"%s\" already exists", name),
+                        errhint("Revoke it first, or choose another name.")));
+    Oid types[4] = {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID};
+    Datum values[4] = {CStringGetTextDatum(name), CStringGetTextDatum(policy),
+                       PointerGetDatum(hash), has_expiry ? PG_GETARG_DATUM(2) : (Datum)0};
+    bool nulls[4] = {false, false, false, !has_expiry};
+    catalog_exec("INSERT INTO querygate.api_key (name, policy, key_hash, expires_at) "
+                 "VALUES ($1, $2, $3, $4)",
+                 4, types, values, nulls);
+    catalog_session_end(&session);
+    // The secret leaves the server once, as this result; it is never stored or logged.
+    PG_RETURN_TEXT_P(cstring_to_text(secret));
+}
+
+Datum querygate_revoke_key(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *name = required_text(fcinfo, 0, "the key name");
+    CatalogSession session;
+    catalog_session_begin(&session);
+    if (exec1("UPDATE querygate.api_key SET revoked_at = now() "
+              "WHERE name = $1 AND revoked_at IS NULL",
+              name) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("key \"%s\" does not exist or is already revoked", name)));
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}

@@ -1,0 +1,74 @@
+// Catalog sessions for the administration functions: see catalog_access.hpp.
+#include "catalog_access.hpp"
+
+extern "C" {
+#include "catalog/pg_authid.h"
+#include "executor/spi.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+}
+
+#include "chars.hpp"
+
+#include <cstring>
+
+void require_admin(void)
+{
+    if (superuser())
+        return;
+    Oid admin = get_role_oid("querygate_admin", true);
+    if (OidIsValid(admin) && has_privs_of_role(GetUserId(), admin))
+        return;
+    ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                    errmsg("permission denied to administer querygate"),
+                    errhint("Only superusers and members of querygate_admin may manage saved "
+                            "queries, policies and keys.")));
+}
+
+void catalog_session_begin(CatalogSession *session)
+{
+    GetUserIdAndSecContext(&session->saved_userid, &session->saved_sec_context);
+    SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, session->saved_sec_context |
+                                                      SECURITY_LOCAL_USERID_CHANGE |
+                                                      SECURITY_RESTRICTED_OPERATION);
+    session->guc_nest_level = NewGUCNestLevel();
+    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    if (SPI_connect() != SPI_OK_CONNECT)
+        elog(ERROR, "querygate: SPI_connect failed");
+}
+
+void catalog_session_end(CatalogSession *session)
+{
+    SPI_finish();
+    AtEOXact_GUC(true, session->guc_nest_level);
+    SetUserIdAndSecContext(session->saved_userid, session->saved_sec_context);
+}
+
+uint64 catalog_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
+                    const bool *nulls)
+{
+    char *nullflags = static_cast<char *>(palloc(nargs + 1));
+    for (int i = 0; i < nargs; i++)
+        nullflags[i] = (nulls && nulls[i]) ? 'n' : ' ';
+    nullflags[nargs] = '\0';
+    int rc = SPI_execute_with_args(sql, nargs, const_cast<Oid *>(types),
+                                   const_cast<Datum *>(values), nullflags, false, 0);
+    if (rc < 0)
+        elog(ERROR, "querygate: catalog statement failed: %s", SPI_result_code_string(rc));
+    return SPI_processed;
+}
+
+void check_object_name(const char *kind, const char *name)
+{
+    size_t len = std::strlen(name);
+    bool ok = len >= 1 && len <= 63 && chars::is_alnum(name[0]);
+    for (size_t i = 0; ok && i < len; i++)
+        ok = chars::is_alnum(name[i]) || name[i] == '_' || name[i] == '.' || name[i] == '-';
+    if (!ok)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("invalid %s name \"%s\"", kind, name),
+                        errdetail("A %s name is 1 to 63 characters of letters, digits, \"_\", "
+                                  "\".\" and \"-\", starting with a letter or digit.",
+                                  kind)));
+}

@@ -1,0 +1,31 @@
+// How the administration functions read and write querygate's catalog tables.
+//
+// The functions are SECURITY INVOKER (they must analyze a saved query with the caller's identity and
+// search_path), while the catalog tables grant nothing to anyone. So each function first checks the
+// caller (superuser, or a member of querygate_admin), then opens a catalog session: SPI as the
+// bootstrap superuser with search_path fixed to pg_catalog, pg_temp, so that no operator or function
+// a caller planted earlier in their search_path can run with those rights. An error anywhere rolls
+// the user and the setting back with the transaction.
+#pragma once
+
+#include "pg_headers.hpp"
+
+struct CatalogSession {
+    Oid saved_userid;
+    int saved_sec_context;
+    int guc_nest_level;
+};
+
+// ERROR 42501 unless the current user is a superuser or has querygate_admin's privileges.
+void require_admin(void);
+
+void catalog_session_begin(CatalogSession *session);
+void catalog_session_end(CatalogSession *session);
+
+// Runs a catalog statement with text arguments (NULL for SQL NULL); returns SPI_processed.
+// Must be called inside a catalog session.
+uint64 catalog_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
+                    const bool *nulls);
+
+// ERROR 22023 unless name is 1-63 characters of [A-Za-z0-9_.-] starting with a letter or digit.
+void check_object_name(const char *kind, const char *name);

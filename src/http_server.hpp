@@ -1,0 +1,52 @@
+// libmicrohttpd, driven from outside: no thread of its own, its epoll fd is watched by the worker's
+// WaitEventSet, and run() processes whatever is ready. Every callback, and so every handler call,
+// happens on the calling thread. Pure C++: no PostgreSQL header.
+#pragma once
+
+#include "http_types.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+struct MHD_Daemon;
+
+class HttpServer {
+  public:
+    // The handler fills the response. It is called once per request, after the whole body arrived.
+    using Handler = std::function<void(const HttpRequest &, HttpResponse &)>;
+    // Answers a request refused before the handler runs (body too large); the handler's shape.
+    using Refusal = std::function<void(const HttpRequest &, int status, HttpResponse &)>;
+    using Logger = void (*)(const char *message);
+
+    HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger logger);
+    ~HttpServer();
+    HttpServer(const HttpServer &) = delete;
+    HttpServer &operator=(const HttpServer &) = delete;
+
+    bool started() const { return daemon_ != nullptr; }
+    const std::string &start_error() const { return start_error_; }
+
+    // libmicrohttpd's epoll fd: readable when run() has work.
+    int epoll_fd() const;
+    // How long the caller may wait before run() must be called, in ms; -1 for no limit.
+    long timeout_ms() const;
+    // Processes every ready connection; never blocks except inside the handler.
+    void run();
+    // Stops accepting new connections (shutdown); open ones are still served by run().
+    void quiesce();
+
+    void set_max_body_size(std::size_t bytes) { max_body_size_ = bytes; }
+    std::size_t max_body_size() const { return max_body_size_; }
+
+    // Used by the libmicrohttpd callbacks (http_server.cpp); not part of the interface.
+    struct Callbacks;
+
+  private:
+    MHD_Daemon *daemon_ = nullptr;
+    Handler handler_;
+    Refusal refusal_;
+    Logger logger_;
+    std::size_t max_body_size_ = 1024 * 1024;
+    std::string start_error_;
+};

@@ -1,0 +1,32 @@
+// A request and a response as the rest of querygate sees them: plain C++ values, independent of
+// libmicrohttpd and of PostgreSQL.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+struct HttpRequest {
+    std::string method;
+    std::string path; // decoded path, without the query string
+    // Query-string arguments in order, decoded; values may contain any byte, NUL included.
+    std::vector<std::pair<std::string, std::string>> args;
+    std::vector<std::pair<std::string, std::string>> headers; // names lower-cased
+    std::string body;
+    std::string client_address;
+
+    // The first header of that (lower-case) name, or nullptr.
+    const std::string *header(const char *lower_name) const;
+};
+
+struct HttpResponse {
+    int status = 200;
+    std::string content_type = "application/json";
+    std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;
+
+    void add_header(std::string name, std::string value)
+    {
+        headers.emplace_back(std::move(name), std::move(value));
+    }
+};

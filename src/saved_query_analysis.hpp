@@ -1,0 +1,19 @@
+// Turns a saved query as an administrator writes it (:name placeholders) into what the workers
+// prepare ($n parameters with inferred types), refusing at save time what could not run.
+// PostgreSQL-style code: it reports problems with ereport(ERROR).
+#pragma once
+
+#include "pg_headers.hpp"
+
+struct AnalyzedQuery {
+    char *prepared_sql; // the statement with $1..$n
+    int nparams;
+    char **param_names; // param_names[i] is $(i+1)
+    Oid *param_types;
+};
+
+// Parses and analyzes sql in the caller's session (its search_path, its visible objects).
+void analyze_saved_query(const char *sql, AnalyzedQuery *out);
+
+// True for a name reserved by the HTTP API (page, page_size, format).
+bool is_reserved_param_name(const char *name);

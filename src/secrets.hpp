@@ -1,0 +1,23 @@
+// Key secrets: generation, encoding and hashing (OpenSSL). Pure C++, no PostgreSQL header, no
+// allocation: callable from PostgreSQL-style code without crossing the boundary.
+#pragma once
+
+#include <cstddef>
+
+namespace secrets {
+
+constexpr const char *key_prefix = "qg_";
+constexpr std::size_t key_random_bytes = 32;                          // 256 bits
+constexpr std::size_t key_text_length = 3 + (key_random_bytes * 4 + 2) / 3; // "qg_" + 43
+constexpr std::size_t sha256_length = 32;
+
+// Writes a new secret ("qg_" + 43 base64url characters) and a NUL into out[key_text_length + 1].
+// Returns false if the system's random source failed.
+bool new_key(char *out);
+
+void sha256(const void *data, std::size_t len, unsigned char out[sha256_length]);
+
+// Lower-case hex of len bytes into out[2 * len + 1].
+void to_hex(const unsigned char *data, std::size_t len, char *out);
+
+} // namespace secrets
