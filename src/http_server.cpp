@@ -165,9 +165,9 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger l
 {
     unsigned int flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG;
     daemon_ = MHD_start_daemon(
-        flags, 0, nullptr, nullptr, &Callbacks::access, this, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-        MHD_OPTION_NOTIFY_COMPLETED, &Callbacks::completed, this, MHD_OPTION_EXTERNAL_LOGGER,
-        &Callbacks::log, this, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
+        flags, 0, nullptr, nullptr, &Callbacks::access, this, MHD_OPTION_EXTERNAL_LOGGER,
+        &Callbacks::log, this, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
+        &Callbacks::completed, this, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
     if (daemon_ == nullptr)
         start_error_ = "libmicrohttpd could not start on the shared listening socket";

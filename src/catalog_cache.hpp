@@ -1,0 +1,62 @@
+// Each HTTP worker's copy of the catalog: keys, policies with their grants, and saved queries.
+//
+// Invalidation is transactional, as pg_cron and Citus do it: a statement trigger on each catalog
+// table (catalog_changed, catalog_cache.cpp) calls CacheInvalidateRelcacheByRelid; PostgreSQL
+// sends that message only when the transaction commits, so a rolled-back change is never seen. The
+// worker's relcache callback marks the cache dirty, and the next refresh(), which runs right after
+// StartTransactionCommand has accepted pending invalidations, reloads. There is no time-to-live: a
+// change is seen by the next request, and no request ever pays for a periodic re-read.
+#pragma once
+
+#include "pg_headers.hpp"
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+struct CachedQuery {
+    std::string name;
+    std::string sql;          // as the administrator wrote it (shown in pg_stat_activity)
+    std::string prepared_sql; // with $n parameters
+    std::vector<std::string> param_names;
+    std::vector<Oid> param_types;
+    std::string search_path;
+    int64_t revision = 0;
+};
+
+struct CachedPolicy {
+    std::string name;
+    Oid run_as = InvalidOid;
+    std::unordered_set<std::string> queries;
+};
+
+struct CachedKey {
+    std::string name;
+    std::string policy;
+    int64_t expires_at_unix_us = 0; // 0: never
+};
+
+class CatalogCache {
+  public:
+    // Registers the relcache callback; once per worker, after connecting to the database.
+    void register_invalidation();
+
+    // Reloads if a committed change arrived since the last load. Call inside a transaction.
+    // Returns false when the extension is not installed in this database. Throws pg::PgError.
+    bool refresh();
+
+    // Lookups; nullptr when absent. key_hash_hex is the SHA-256 of the secret in lower-case hex.
+    const CachedKey *find_key(const std::string &key_hash_hex) const;
+    const CachedPolicy *find_policy(const std::string &name) const;
+    const CachedQuery *find_query(const std::string &name) const;
+
+  private:
+    void load();
+
+    std::unordered_map<std::string, CachedKey> keys_; // by hash
+    std::unordered_map<std::string, CachedPolicy> policies_;
+    std::unordered_map<std::string, CachedQuery> queries_;
+    bool installed_ = false;
+};

@@ -1,0 +1,22 @@
+// Rows to JSON, as the HTTP API promises: integers and floats are numbers, numeric is an exact
+// number, booleans are booleans, json and jsonb are embedded, NULL is null, and every other type is
+// its text output as a string (NaN and infinities, which JSON cannot hold, as strings).
+// PostgreSQL-style code: call under pg::guard.
+#pragma once
+
+#include "pg_headers.hpp"
+extern "C" {
+#include "access/htup.h"
+#include "access/tupdesc.h"
+#include "lib/stringinfo.h"
+}
+
+struct RowWriter;
+
+// Looks up how each column of tupdesc is written; allocated in the current memory context.
+RowWriter *row_writer_create(TupleDesc tupdesc);
+
+// Appends tuples[from..to) as a JSON array. Values are converted in a scratch context reset per row,
+// so a large page costs the size of its JSON, not of every intermediate string.
+void row_writer_append_array(RowWriter *writer, StringInfo out, HeapTuple *tuples, uint64 from,
+                             uint64 to);

@@ -1,0 +1,48 @@
+// Runs one call of a saved query: authenticate, authorize, bind, execute, serialize, in one
+// transaction. The interface is plain C++ (request_handler.cpp includes no PostgreSQL header); the
+// implementation (query_runner.cpp) is the PostgreSQL side.
+#pragma once
+
+#include "api_error.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+struct CallParam {
+    std::string name;
+    std::string value; // text given to the type's input function
+    bool is_null = false;
+};
+
+struct CallRequest {
+    std::string query;  // the saved query's name, from the URL
+    std::string secret; // the presented key, empty when none
+    std::vector<CallParam> params;
+    long page = 1;
+    long page_size = 100;
+    std::string request_id;
+};
+
+struct CallResult {
+    ApiError error; // set() when the call failed
+    std::string body; // JSON rows on success
+    bool has_more = false;
+};
+
+class QueryRunner {
+  public:
+    QueryRunner();
+    ~QueryRunner();
+    QueryRunner(const QueryRunner &) = delete;
+    QueryRunner &operator=(const QueryRunner &) = delete;
+
+    // Once, after the worker has connected to its database.
+    void start();
+    CallResult run(const CallRequest &request);
+
+    struct State; // query_runner.cpp
+
+  private:
+    std::unique_ptr<State> state_;
+};
