@@ -1,0 +1,106 @@
+-- The SQL API: each function exists with the contract's signature, works on its happy path, and
+-- fails with the contract's SQLSTATE (throws_ok) on each error.
+\set ECHO none
+\set QUIET 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+\set ON_ERROR_ROLLBACK 1
+\set ON_ERROR_STOP true
+SET client_min_messages = error;
+
+BEGIN;
+CREATE EXTENSION querygate;
+SELECT plan(68);
+
+-- Signatures (names, argument types, return types).
+SELECT has_schema('querygate');
+SELECT has_role('querygate_admin');
+SELECT has_table('querygate', t, 'catalog table querygate.' || t)
+  FROM unnest(ARRAY['saved_query', 'policy', 'query_grant', 'api_key']) AS t;
+SELECT function_returns('querygate', 'save_query', ARRAY['text', 'text', 'text'], 'void');
+SELECT function_returns('querygate', 'drop_query', ARRAY['text'], 'void');
+SELECT function_returns('querygate', 'create_policy', ARRAY['text', 'regrole'], 'void');
+SELECT function_returns('querygate', 'drop_policy', ARRAY['text', 'boolean'], 'void');
+SELECT function_returns('querygate', 'grant_query', ARRAY['text', 'text'], 'void');
+SELECT function_returns('querygate', 'revoke_query', ARRAY['text', 'text'], 'void');
+SELECT function_returns('querygate', 'create_key', ARRAY['text', 'text', 'timestamp with time zone'], 'text');
+SELECT function_returns('querygate', 'revoke_key', ARRAY['text'], 'void');
+
+-- Defaults: the optional arguments can be left out.
+SELECT lives_ok($$SELECT querygate.save_query('q1', 'SELECT 1 AS one')$$, 'save_query without description');
+SELECT lives_ok($$SELECT querygate.create_policy('p1')$$, 'create_policy without run_as');
+SELECT lives_ok($$SELECT querygate.create_key('k1', 'p1')$$, 'create_key without expires_at');
+SELECT lives_ok($$SELECT querygate.drop_policy('p1', true)$$, 'drop_policy with cascade (positional)');
+
+-- save_query / drop_query.
+SELECT lives_ok($$SELECT querygate.save_query('q1', 'SELECT 2 AS two', 'replaced')$$,
+                'save_query with an existing name replaces it');
+SELECT is((SELECT count(*)::int FROM querygate.saved_query), 1, 'replacing does not add a row');
+SELECT lives_ok($$SELECT querygate.save_query(name => 'q2', sql => 'SELECT :a::int AS a', description => 'named notation')$$,
+                'save_query in named notation (name, sql, description)');
+SELECT lives_ok($$SELECT querygate.save_query('Q.2-x_3', 'SELECT 1 AS one')$$, 'name with letters, digits, ".", "-", "_"');
+SELECT lives_ok($$SELECT querygate.save_query('9lives', 'SELECT 1 AS one')$$, 'name starting with a digit');
+SELECT lives_ok(format('SELECT querygate.save_query(%L, %L)', repeat('a', 63), 'SELECT 1 AS one'), 'name of 63 characters');
+SELECT is((SELECT count(*)::int FROM querygate.saved_query), 5, 'five saved queries');
+SELECT throws_ok(format('SELECT querygate.save_query(%L, %L)', repeat('a', 64), 'SELECT 1'), '22023', NULL, 'name of 64 characters: 22023');
+SELECT throws_ok($$SELECT querygate.save_query('', 'SELECT 1')$$, '22023', NULL, 'empty name: 22023');
+SELECT throws_ok($$SELECT querygate.save_query('a b', 'SELECT 1')$$, '22023', NULL, 'name with a space: 22023');
+SELECT throws_ok($$SELECT querygate.save_query('-ab', 'SELECT 1')$$, '22023', NULL, 'name starting with "-": 22023');
+SELECT throws_ok($$SELECT querygate.save_query('.ab', 'SELECT 1')$$, '22023', NULL, 'name starting with ".": 22023');
+SELECT throws_ok($$SELECT querygate.save_query('a/b', 'SELECT 1')$$, '22023', NULL, 'name with "/": 22023');
+SELECT throws_ok($$SELECT querygate.save_query('caf' || chr(233), 'SELECT 1')$$, '22023', NULL, 'name with a non-ASCII letter: 22023');
+SELECT throws_ok($$SELECT querygate.save_query('a;b', 'SELECT 1')$$, '22023', NULL, 'name with ";": 22023');
+SELECT lives_ok($$SELECT querygate.drop_query('9lives')$$, 'drop_query');
+SELECT is((SELECT count(*)::int FROM querygate.saved_query), 4, 'drop_query removes the query');
+SELECT throws_ok($$SELECT querygate.drop_query('9lives')$$, '42704', NULL, 'drop_query of an unknown query: 42704');
+
+-- create_policy / drop_policy.
+SELECT lives_ok($$SELECT querygate.create_policy('p1')$$, 'create_policy');
+SELECT throws_ok($$SELECT querygate.create_policy('p1')$$, '42710', NULL, 'create_policy with an existing name: 42710');
+SELECT lives_ok($$SELECT querygate.create_policy(name => 'p2', run_as => 'pg_monitor')$$, 'create_policy in named notation with run_as');
+SELECT throws_ok($$SELECT querygate.create_policy('bad name')$$, '22023', NULL, 'create_policy with an invalid name: 22023');
+SELECT throws_ok($$SELECT querygate.drop_policy('nope')$$, '42704', NULL, 'drop_policy of an unknown policy: 42704');
+
+-- grant_query / revoke_query.
+SELECT lives_ok($$SELECT querygate.grant_query('p1', 'q1')$$, 'grant_query');
+SELECT lives_ok($$SELECT querygate.grant_query('p1', 'q1')$$, 'granting twice is not an error');
+SELECT lives_ok($$SELECT querygate.grant_query(policy => 'p1', query => 'q2')$$, 'grant_query in named notation');
+SELECT is((SELECT count(*)::int FROM querygate.query_grant), 2, 'two grants (granting twice adds no row)');
+SELECT throws_ok($$SELECT querygate.grant_query('nope', 'q1')$$, '42704', NULL, 'grant_query to an unknown policy: 42704');
+SELECT throws_ok($$SELECT querygate.grant_query('p1', 'nope')$$, '42704', NULL, 'grant_query of an unknown query: 42704');
+SELECT lives_ok($$SELECT querygate.revoke_query('p1', 'q2')$$, 'revoke_query');
+SELECT is((SELECT count(*)::int FROM querygate.query_grant), 1, 'revoke_query removes the grant');
+SELECT throws_ok($$SELECT querygate.revoke_query('nope', 'q1')$$, '42704', NULL, 'revoke_query from an unknown policy: 42704');
+SELECT throws_ok($$SELECT querygate.revoke_query('p1', 'nope')$$, '42704', NULL, 'revoke_query of an unknown query: 42704');
+
+-- drop_query also removes its grants.
+SELECT lives_ok($$SELECT querygate.grant_query('p2', 'q1')$$, 'grant q1 to a second policy');
+SELECT lives_ok($$SELECT querygate.drop_query('q1')$$, 'drop a granted query');
+SELECT is((SELECT count(*)::int FROM querygate.query_grant), 0, 'drop_query removed its grants');
+
+-- create_key / revoke_key.
+SELECT lives_ok($$SELECT querygate.create_key('k1', 'p1')$$, 'create_key');
+SELECT throws_ok($$SELECT querygate.create_key('k1', 'p1')$$, '42710', NULL, 'create_key with an existing name: 42710');
+SELECT throws_ok($$SELECT querygate.create_key('k2', 'nope')$$, '42704', NULL, 'create_key for an unknown policy: 42704');
+SELECT throws_ok($$SELECT querygate.create_key('bad name', 'p1')$$, '22023', NULL, 'create_key with an invalid name: 22023');
+SELECT lives_ok($$SELECT querygate.create_key(name => 'k3', policy => 'p1', expires_at => now() + interval '1 day')$$,
+                'create_key in named notation with expires_at');
+SELECT lives_ok($$SELECT querygate.revoke_key('k1')$$, 'revoke_key');
+SELECT throws_ok($$SELECT querygate.revoke_key('nope')$$, '42704', NULL, 'revoke_key of an unknown key: 42704');
+
+-- drop_policy is refused while active keys use it, unless cascade.
+SELECT throws_ok($$SELECT querygate.drop_policy('p1')$$, '2BP01', NULL, 'drop_policy with an active key: 2BP01');
+SELECT lives_ok($$SELECT querygate.drop_policy(name => 'p1', cascade => true)$$, 'drop_policy with cascade => true');
+SELECT throws_ok($$SELECT querygate.create_key('k4', 'p1')$$, '42704', NULL, 'the dropped policy is gone');
+SELECT lives_ok($$SELECT querygate.create_policy('p3');
+                  SELECT querygate.create_key('k5', 'p3');
+                  SELECT querygate.revoke_key('k5')$$, 'a policy whose only key is revoked');
+SELECT lives_ok($$SELECT querygate.drop_policy('p3')$$, 'drop_policy without cascade when no key is active');
+
+-- A grant to a policy that is then dropped does not survive it.
+SELECT lives_ok($$SELECT querygate.grant_query('p2', 'q2'); SELECT querygate.drop_policy('p2')$$, 'drop a policy with a grant');
+SELECT is((SELECT count(*)::int FROM querygate.query_grant), 0, 'drop_policy removed its grants');
+
+SELECT * FROM finish();
+ROLLBACK;
