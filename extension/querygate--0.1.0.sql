@@ -23,6 +23,7 @@ CREATE TABLE saved_query (
     param_types   regtype[] NOT NULL,
     search_path   text NOT NULL,
     description   text,
+    param_rules   jsonb,             -- per-parameter rules (type, required, default, enum, ...)
     revision      bigint NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT now(),
     updated_at    timestamptz NOT NULL DEFAULT now()
@@ -31,10 +32,26 @@ CREATE TABLE saved_query (
 CREATE SEQUENCE saved_query_revision;
 
 -- A policy is a named set of grants shared by keys; its queries run as `run_as`.
+-- allowed_tables: NULL means no list; otherwise every relation a query touches must be in it.
+-- write_ops: what the policy may write (insert, update, delete, merge); NULL or empty: read-only.
+-- mask_predicates: 'refuse' a query that filters, joins, groups or sorts on a masked column, or
+-- 'allow' it.
 CREATE TABLE policy (
-    name        text PRIMARY KEY,
-    run_as      oid NOT NULL,
-    created_at  timestamptz NOT NULL DEFAULT now()
+    name             text PRIMARY KEY,
+    run_as           oid NOT NULL,
+    allowed_tables   oid[],
+    write_ops        text[],
+    mask_predicates  text NOT NULL DEFAULT 'refuse' CHECK (mask_predicates IN ('refuse', 'allow')),
+    created_at       timestamptz NOT NULL DEFAULT now()
+);
+
+-- Column masking rules of a policy. pattern is [schema.]table.column, lower-cased, '*' allowed in
+-- any part; the strictest matching action wins (drop > null > mask > hash).
+CREATE TABLE mask_rule (
+    policy   text NOT NULL REFERENCES policy (name) ON DELETE CASCADE,
+    pattern  text NOT NULL,
+    action   text NOT NULL CHECK (action IN ('hash', 'mask', 'null', 'drop')),
+    PRIMARY KEY (policy, pattern)
 );
 
 CREATE TABLE query_grant (
@@ -55,9 +72,26 @@ CREATE TABLE api_key (
     created_at  timestamptz NOT NULL DEFAULT now(),
     expires_at  timestamptz,
     revoked_at  timestamptz,
+    allowed_ips cidr[],            -- NULL: any address
+    tenant      text,              -- set as querygate.tenant for the key's calls
     CHECK (revoked_at IS NOT NULL OR policy IS NOT NULL)
 );
 CREATE UNIQUE INDEX api_key_active_name ON api_key (name) WHERE revoked_at IS NULL;
+
+-- The JWKS document that verifies RS256/ES256 bearer tokens (one row at most).
+CREATE TABLE jwks (
+    id    boolean PRIMARY KEY DEFAULT true CHECK (id),
+    keys  jsonb NOT NULL
+);
+
+-- The per-database secret of the hash mask (HMAC-SHA-256), created with the extension. Changing
+-- it changes every hashed value. Readable by administrators only. The oldest row is the one in use:
+-- CREATE EXTENSION during a pg_restore makes a fresh row, and the restored (older) one must win, so
+-- hashes stay the same across a dump and restore.
+CREATE TABLE mask_secret (
+    secret      bytea NOT NULL CHECK (octet_length(secret) >= 32),
+    created_at  timestamptz NOT NULL DEFAULT clock_timestamp()
+);
 
 -- pg_dump keeps the catalog's rows.
 SELECT pg_catalog.pg_extension_config_dump('saved_query', '');
@@ -65,6 +99,9 @@ SELECT pg_catalog.pg_extension_config_dump('saved_query_revision', '');
 SELECT pg_catalog.pg_extension_config_dump('policy', '');
 SELECT pg_catalog.pg_extension_config_dump('query_grant', '');
 SELECT pg_catalog.pg_extension_config_dump('api_key', '');
+SELECT pg_catalog.pg_extension_config_dump('mask_rule', '');
+SELECT pg_catalog.pg_extension_config_dump('jwks', '');
+SELECT pg_catalog.pg_extension_config_dump('mask_secret', '');
 
 -- Every change to the catalog tells the HTTP workers at commit (a rolled-back change tells nobody).
 CREATE FUNCTION catalog_changed() RETURNS trigger
@@ -78,6 +115,16 @@ CREATE TRIGGER query_grant_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE 
     FOR EACH STATEMENT EXECUTE FUNCTION catalog_changed();
 CREATE TRIGGER api_key_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON api_key
     FOR EACH STATEMENT EXECUTE FUNCTION catalog_changed();
+CREATE TRIGGER mask_rule_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON mask_rule
+    FOR EACH STATEMENT EXECUTE FUNCTION catalog_changed();
+CREATE TRIGGER jwks_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON jwks
+    FOR EACH STATEMENT EXECUTE FUNCTION catalog_changed();
+CREATE TRIGGER mask_secret_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON mask_secret
+    FOR EACH STATEMENT EXECUTE FUNCTION catalog_changed();
+
+CREATE FUNCTION random_bytes(n integer) RETURNS bytea
+    LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'querygate_random_bytes';
+INSERT INTO mask_secret (secret) VALUES (random_bytes(32));
 
 -- Administration. The functions check the caller themselves (superuser or querygate_admin member)
 -- and write the catalog with a fixed, safe search_path; EXECUTE is also withheld from PUBLIC.
@@ -97,6 +144,10 @@ CREATE FUNCTION create_key(name text, policy text, expires_at timestamptz DEFAUL
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_create_key';
 CREATE FUNCTION revoke_key(name text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_key';
+
+-- What a saved query touches, writes and returns under a policy, and whether the policy refuses it.
+CREATE FUNCTION explain(policy text, query text) RETURNS jsonb
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_explain';
 
 -- Read-only views for administrators: everything but the key hashes.
 CREATE VIEW queries AS
@@ -121,8 +172,10 @@ GRANT USAGE ON SCHEMA querygate TO querygate_admin;
 GRANT SELECT ON queries, policies, keys TO querygate_admin;
 GRANT EXECUTE ON FUNCTION save_query(text, text, text), drop_query(text),
     create_policy(text, regrole), drop_policy(text, boolean), grant_query(text, text),
-    revoke_query(text, text), create_key(text, text, timestamptz), revoke_key(text)
+    revoke_query(text, text), create_key(text, text, timestamptz), revoke_key(text),
+    explain(text, text)
     TO querygate_admin;
+GRANT SELECT ON mask_secret TO querygate_admin;
 
 -- Says whether HTTP is on; the notice is raised from C where the preload state is known.
 CREATE FUNCTION http_status_notice() RETURNS void

@@ -27,6 +27,7 @@ PG_FUNCTION_INFO_V1(querygate_grant_query);
 PG_FUNCTION_INFO_V1(querygate_revoke_query);
 PG_FUNCTION_INFO_V1(querygate_create_key);
 PG_FUNCTION_INFO_V1(querygate_revoke_key);
+PG_FUNCTION_INFO_V1(querygate_random_bytes);
 }
 
 namespace {
@@ -273,4 +274,19 @@ Datum querygate_revoke_key(PG_FUNCTION_ARGS)
                         errmsg("key \"%s\" does not exist or is already revoked", name)));
     catalog_session_end(&session);
     PG_RETURN_VOID();
+}
+
+// n bytes from OpenSSL's CSPRNG: the mask secret, made by the install script.
+Datum querygate_random_bytes(PG_FUNCTION_ARGS)
+{
+    int32 n = PG_GETARG_INT32(0);
+    if (n < 1 || n > 1024)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("random_bytes takes 1 to 1024 bytes")));
+    bytea *out = static_cast<bytea *>(palloc(VARHDRSZ + n));
+    SET_VARSIZE(out, VARHDRSZ + n);
+    if (!secrets::random_bytes(reinterpret_cast<unsigned char *>(VARDATA(out)), n))
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("could not generate random bytes: the random source failed")));
+    PG_RETURN_BYTEA_P(out);
 }

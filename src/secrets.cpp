@@ -52,6 +52,11 @@ bool new_key(char *out)
     return true;
 }
 
+bool random_bytes(unsigned char *out, std::size_t n)
+{
+    return RAND_bytes(out, static_cast<int>(n)) == 1;
+}
+
 void sha256(const void *data, std::size_t len, unsigned char out[sha256_length])
 {
     SHA256(static_cast<const unsigned char *>(data), len, out);

@@ -15,6 +15,9 @@ constexpr std::size_t sha256_length = 32;
 // Returns false if the system's random source failed.
 bool new_key(char *out);
 
+// Fills out with n bytes from OpenSSL's CSPRNG; false if it failed.
+bool random_bytes(unsigned char *out, std::size_t n);
+
 void sha256(const void *data, std::size_t len, unsigned char out[sha256_length]);
 
 // Lower-case hex of len bytes into out[2 * len + 1].

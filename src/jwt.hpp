@@ -1,0 +1,55 @@
+// JSON Web Token verification for bearer tokens: HS256 with a shared secret, RS256 and ES256 with
+// the keys of a JWKS document. OpenSSL does the cryptography, jansson the JSON. Pure C++: no
+// PostgreSQL header.
+//
+// Refused, whatever the configuration: alg "none"; an alg whose family does not match the key
+// that verifies it (an HS256 token is never checked against a JWKS public key, which is the
+// classic algorithm-confusion attack); a missing or past exp; nbf or iat in the future beyond the
+// leeway; a wrong iss or aud when those are configured; malformed base64url or JSON.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace jwt {
+
+struct Config {
+    std::string hs256_secret; // empty: HS256 tokens are refused (must be >= 32 bytes to be used)
+    std::string jwks_json;    // empty: RS256/ES256 tokens are refused
+    std::string issuer;       // empty: iss is not checked
+    std::string audience;     // empty: aud is not checked (aud may be a string or an array)
+    int leeway_seconds = 30;
+};
+
+struct Claims {
+    std::string json; // the verified payload, compact JSON text
+    // Top-level claims whose value is a string or a number, as text (numbers as JSON writes them).
+    std::unordered_map<std::string, std::string> scalars;
+};
+
+class Verifier {
+  public:
+    Verifier();
+    ~Verifier();
+    Verifier(const Verifier &) = delete;
+    Verifier &operator=(const Verifier &) = delete;
+
+    // Replaces the configuration; parses the JWKS once. False with a reason for a bad JWKS or
+    // secret (the previous configuration is then kept).
+    bool configure(const Config &config, std::string &error);
+
+    // Verifies a compact JWS. On success fills claims; on failure returns false with a reason
+    // for the server log (the caller only ever gets a plain 401).
+    bool verify(std::string_view token, int64_t now_unix, Claims &claims, std::string &reason) const;
+
+    struct Keys; // jwt.cpp
+
+  private:
+    std::unique_ptr<Keys> keys_;
+    Config config_;
+};
+
+} // namespace jwt

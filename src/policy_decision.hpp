@@ -1,0 +1,34 @@
+// What a policy decides about an analyzed query: refused (and why, with the API's code), or allowed
+// with one masking action per output column. Plain C++ over a QueryAnalysis: no PostgreSQL call,
+// so the worker computes it once per (policy, query, plan) and explain shows the same decision.
+#pragma once
+
+#include "mask_rules.hpp"
+#include "query_analysis.hpp"
+
+#include <string>
+#include <vector>
+
+struct PolicyRules {
+    bool has_allowed_tables = false;
+    std::vector<Oid> allowed_tables;
+    int write_ops = 0; // WriteOp bits the policy may use
+    std::vector<masking::Rule> masks;
+    bool mask_predicates_allowed = false;
+};
+
+struct PolicyDecision {
+    // Empty when allowed; else "table_not_allowed", "write_op_not_allowed", "mask_unresolvable"
+    // or "mask_predicate" (all HTTP 403), with a message for the caller naming the table or column.
+    std::string refusal_code;
+    std::string refusal_message;
+    // One per QueryAnalysis output, in order.
+    std::vector<masking::Action> column_actions;
+
+    bool refused() const { return !refusal_code.empty(); }
+};
+
+// Checks, in this order: the table allow-list, the write operations, unresolvable output columns
+// (only when the policy has any mask rule), masked columns in predicates (unless allowed); then
+// the strictest matching mask action for each output column, over all of its sources.
+PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules);

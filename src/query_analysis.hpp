@@ -1,0 +1,61 @@
+// What a saved query touches, writes and returns, found by PostgreSQL's own analyzer and rewriter:
+// the relations it reads or writes at every level (for table allow-lists), the writes it makes
+// (for write grants), the base columns each output column derives from (for masking by lineage),
+// and the base columns its predicates use (for mask_predicate). Computed once per kept plan.
+// PostgreSQL-style code: analyze_query ereports on error and allocates in CurrentMemoryContext.
+#pragma once
+
+#include "pg_headers.hpp"
+extern "C" {
+#include "access/attnum.h"
+}
+
+// A base column: a relation's attribute, with names for rules and messages.
+struct SourceColumn {
+    Oid relid;
+    AttrNumber attnum; // > 0
+    char *schema;
+    char *table;
+    char *column;
+};
+
+struct RelationRef {
+    Oid relid;
+    char *schema;
+    char *name;
+};
+
+struct OutputLineage {
+    char *name;            // the output column's name, as in the response
+    int nsources;
+    SourceColumn *sources; // deduplicated; none for a constant or count(*)
+    char *unresolvable;    // NULL, or why its sources cannot be known (a function in FROM, ...)
+};
+
+enum WriteOp { WRITE_INSERT = 1, WRITE_UPDATE = 2, WRITE_DELETE = 4, WRITE_MERGE = 8 };
+
+struct QueryAnalysis {
+    // Every relation read or written at any level (joins, subqueries in FROM, WHERE and the select
+    // list, CTEs, LATERAL, set operations, DML targets, RETURNING), views counted as themselves:
+    // from the analyzed tree, before view expansion. Deduplicated.
+    int nrelations;
+    RelationRef *relations;
+    int write_ops;     // WriteOp bits at any level (data-modifying CTEs included)
+    bool returns_rows; // a SELECT or VALUES, or a write with RETURNING
+    // The top-level statement's output columns (RETURNING for a write), in order, traced through
+    // the rewritten tree (views expanded) to base columns.
+    int noutputs;
+    OutputLineage *outputs;
+    // Base columns used in WHERE, JOIN conditions, GROUP BY, HAVING, ORDER BY, DISTINCT ON and
+    // window PARTITION BY / ORDER BY, at every level of the rewritten tree. Deduplicated.
+    int npredicates;
+    SourceColumn *predicates;
+    char *predicate_unresolvable; // NULL, or why a predicate's columns cannot be known
+    // Every relation in the rewritten tree, views and base tables: when any of them changes, this
+    // analysis is stale.
+    int ndepends;
+    Oid *depends;
+};
+
+// Analyzes sql ($1..$n of the given types) as the current user, with the current search_path.
+void analyze_query(const char *sql, int nparams, const Oid *param_types, QueryAnalysis *out);
