@@ -1,9 +1,113 @@
-// Placeholder until the analysis lands: see policy_decision.hpp.
+// What a policy decides about an analyzed query: see policy_decision.hpp. Plain C++: no
+// PostgreSQL call, only the analysis' plain data and the policy's rules.
 #include "policy_decision.hpp"
 
-PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &)
+#include <algorithm>
+
+namespace {
+
+std::string relation_text(const RelationRef &r)
+{
+    return std::string(r.schema) + "." + r.name;
+}
+
+std::string column_text(const SourceColumn &c)
+{
+    return std::string(c.schema) + "." + c.table + "." + c.column;
+}
+
+masking::Action action_of(const std::vector<masking::Rule> &rules, const SourceColumn &c)
+{
+    return masking::action_for(rules, c.schema, c.table, c.column);
+}
+
+void refuse(PolicyDecision &d, const char *code, std::string message)
+{
+    d.refusal_code = code;
+    d.refusal_message = std::move(message);
+}
+
+const struct {
+    int op;
+    const char *name;
+} write_op_names[] = {
+    {WRITE_INSERT, "insert"},
+    {WRITE_UPDATE, "update"},
+    {WRITE_DELETE, "delete"},
+    {WRITE_MERGE, "merge"},
+};
+
+} // namespace
+
+PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
 {
     PolicyDecision d;
-    d.column_actions.assign(analysis.noutputs, masking::Action::none);
+
+    // The masking action of every output column, the strictest over all of its sources. Filled
+    // even when the query is refused, so that explain can show it.
+    d.column_actions.reserve(analysis.noutputs);
+    for (int i = 0; i < analysis.noutputs; i++) {
+        const OutputLineage &out = analysis.outputs[i];
+        masking::Action action = masking::Action::none;
+        for (int s = 0; s < out.nsources && !rules.masks.empty(); s++)
+            action = std::max(action, action_of(rules.masks, out.sources[s]));
+        d.column_actions.push_back(action);
+    }
+
+    // 1. The table allow-list: every relation the statement names.
+    if (rules.has_allowed_tables) {
+        for (int i = 0; i < analysis.nrelations; i++) {
+            const RelationRef &r = analysis.relations[i];
+            if (std::find(rules.allowed_tables.begin(), rules.allowed_tables.end(), r.relid) ==
+                rules.allowed_tables.end()) {
+                refuse(d, "table_not_allowed",
+                       "the policy does not allow the table " + relation_text(r));
+                return d;
+            }
+        }
+    }
+
+    // 2. Writes: every write the statement makes, at any level.
+    int extra = analysis.write_ops & ~rules.write_ops;
+    for (const auto &w : write_op_names)
+        if (extra & w.op) {
+            refuse(d, "write_op_not_allowed", std::string("the policy does not allow ") + w.name);
+            return d;
+        }
+
+    if (rules.masks.empty())
+        return d;
+
+    // 3. An output column whose sources cannot be known is never served under a masking policy.
+    for (int i = 0; i < analysis.noutputs; i++) {
+        const OutputLineage &out = analysis.outputs[i];
+        if (out.unresolvable != nullptr) {
+            refuse(d, "mask_unresolvable",
+                   std::string("the sources of column \"") + out.name +
+                       "\" cannot be known (" + out.unresolvable +
+                       "), and the policy masks columns");
+            return d;
+        }
+    }
+
+    // 4. A masked column in a filter, join, grouping or sort lets the caller learn it.
+    if (!rules.mask_predicates_allowed) {
+        for (int i = 0; i < analysis.npredicates; i++) {
+            const SourceColumn &c = analysis.predicates[i];
+            if (action_of(rules.masks, c) != masking::Action::none) {
+                refuse(d, "mask_predicate",
+                       "the query filters, joins, groups or sorts on the masked column " +
+                           column_text(c));
+                return d;
+            }
+        }
+        if (analysis.predicate_unresolvable != nullptr) {
+            refuse(d, "mask_predicate",
+                   std::string("the query filters, joins, groups or sorts on a column whose "
+                               "sources cannot be known (") +
+                       analysis.predicate_unresolvable + "), and the policy masks columns");
+            return d;
+        }
+    }
     return d;
 }
