@@ -128,7 +128,8 @@ INSERT INTO mask_secret (secret) VALUES (random_bytes(32));
 
 -- Administration. The functions check the caller themselves (superuser or querygate_admin member)
 -- and write the catalog with a fixed, safe search_path; EXECUTE is also withheld from PUBLIC.
-CREATE FUNCTION save_query(name text, sql text, description text DEFAULT NULL) RETURNS void
+CREATE FUNCTION save_query(name text, sql text, description text DEFAULT NULL,
+                           params jsonb DEFAULT NULL) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_save_query';
 CREATE FUNCTION drop_query(name text) RETURNS void
     LANGUAGE c STRICT AS 'MODULE_PATHNAME', 'querygate_drop_query';
@@ -140,10 +141,27 @@ CREATE FUNCTION grant_query(policy text, query text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_query';
 CREATE FUNCTION revoke_query(policy text, query text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_query';
-CREATE FUNCTION create_key(name text, policy text, expires_at timestamptz DEFAULT NULL) RETURNS text
+CREATE FUNCTION create_key(name text, policy text, expires_at timestamptz DEFAULT NULL,
+                           allowed_ips cidr[] DEFAULT NULL, tenant text DEFAULT NULL) RETURNS text
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_create_key';
 CREATE FUNCTION revoke_key(name text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_key';
+
+-- Governance: table allow-lists, masks, writes, predicates on masked columns, JWKS, tenants.
+CREATE FUNCTION allow_tables(policy text, tables regclass[]) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_allow_tables';
+CREATE FUNCTION mask(policy text, column_pattern text, action text) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_mask';
+CREATE FUNCTION unmask(policy text, column_pattern text) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_unmask';
+CREATE FUNCTION grant_writes(policy text, ops text[]) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_writes';
+CREATE FUNCTION set_policy(policy text, mask_predicates text DEFAULT NULL) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_set_policy';
+CREATE FUNCTION set_jwks(jwks jsonb) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_set_jwks';
+CREATE FUNCTION isolate_tenant(tbl regclass, col name) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_isolate_tenant';
 
 -- What a saved query touches, writes and returns under a policy, and whether the policy refuses it.
 CREATE FUNCTION explain(policy text, query text) RETURNS jsonb
@@ -151,17 +169,21 @@ CREATE FUNCTION explain(policy text, query text) RETURNS jsonb
 
 -- Read-only views for administrators: everything but the key hashes.
 CREATE VIEW queries AS
-    SELECT name, sql, description,
+    SELECT name, sql, description, param_rules,
            (SELECT coalesce(jsonb_agg(jsonb_build_object('name', n, 'type', t::text) ORDER BY i), '[]')
               FROM unnest(param_names, param_types) WITH ORDINALITY AS p(n, t, i)) AS params,
            created_at, updated_at
       FROM saved_query;
 CREATE VIEW policies AS
-    SELECT p.name, p.run_as::regrole AS run_as, p.created_at,
-           array(SELECT g.query FROM query_grant g WHERE g.policy = p.name ORDER BY g.query) AS queries
+    SELECT p.name, p.run_as::regrole AS run_as,
+           array(SELECT g.query FROM query_grant g WHERE g.policy = p.name ORDER BY g.query) AS queries,
+           p.allowed_tables::regclass[] AS allowed_tables, p.write_ops, p.mask_predicates,
+           (SELECT jsonb_object_agg(m.pattern, m.action) FROM mask_rule m WHERE m.policy = p.name)
+               AS masks,
+           p.created_at
       FROM policy p;
 CREATE VIEW keys AS
-    SELECT name, policy, created_at, expires_at, revoked_at,
+    SELECT name, policy, created_at, expires_at, revoked_at, allowed_ips, tenant,
            revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) AS active
       FROM api_key;
 
@@ -170,10 +192,12 @@ REVOKE ALL ON ALL SEQUENCES IN SCHEMA querygate FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA querygate FROM PUBLIC;
 GRANT USAGE ON SCHEMA querygate TO querygate_admin;
 GRANT SELECT ON queries, policies, keys TO querygate_admin;
-GRANT EXECUTE ON FUNCTION save_query(text, text, text), drop_query(text),
+GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb), drop_query(text),
     create_policy(text, regrole), drop_policy(text, boolean), grant_query(text, text),
-    revoke_query(text, text), create_key(text, text, timestamptz), revoke_key(text),
-    explain(text, text)
+    revoke_query(text, text), create_key(text, text, timestamptz, cidr[], text), revoke_key(text),
+    allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
+    grant_writes(text, text[]), set_policy(text, text), set_jwks(jsonb),
+    isolate_tenant(regclass, name), explain(text, text)
     TO querygate_admin;
 GRANT SELECT ON mask_secret TO querygate_admin;
 

@@ -10,11 +10,13 @@ extern "C" {
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 }
 
 #include "catalog_access.hpp"
+#include "governance.hpp"
 #include "saved_query_analysis.hpp"
 #include "secrets.hpp"
 
@@ -42,30 +44,14 @@ char *required_text(FunctionCallInfo fcinfo, int n, const char *what)
 
 uint64 exec1(const char *sql, const char *arg)
 {
-    Oid types[1] = {TEXTOID};
-    Datum values[1] = {CStringGetTextDatum(arg)};
-    return catalog_exec(sql, 1, types, values, nullptr);
+    const char *args[1] = {arg};
+    return catalog_exec_texts(sql, 1, args);
 }
 
 uint64 exec2(const char *sql, const char *a, const char *b)
 {
-    Oid types[2] = {TEXTOID, TEXTOID};
-    Datum values[2] = {CStringGetTextDatum(a), CStringGetTextDatum(b)};
-    return catalog_exec(sql, 2, types, values, nullptr);
-}
-
-void require_policy(const char *policy)
-{
-    if (exec1("SELECT 1 FROM querygate.policy WHERE name = $1", policy) == 0)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-                        errmsg("policy \"%s\" does not exist", policy)));
-}
-
-void require_query(const char *query)
-{
-    if (exec1("SELECT 1 FROM querygate.saved_query WHERE name = $1", query) == 0)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-                        errmsg("saved query \"%s\" does not exist", query)));
+    const char *args[2] = {a, b};
+    return catalog_exec_texts(sql, 2, args);
 }
 
 Datum text_array(char **items, int n)
@@ -95,29 +81,53 @@ Datum querygate_save_query(PG_FUNCTION_ARGS)
 
     AnalyzedQuery analyzed;
     analyze_saved_query(sql, &analyzed);
+
+    // Parameter rules are checked now, not at the first call: unknown rules, rules for parameters
+    // the SQL does not have, defaults that break their own rules, patterns that do not compile.
+    if (!PG_ARGISNULL(3)) {
+        Jsonb *rules = PG_GETARG_JSONB_P(3);
+        char *json = JsonbToCString(nullptr, &rules->root, VARSIZE(rules));
+        ParamPatterns patterns;
+        if (char *problem = validate_param_rules(json, &analyzed, &patterns))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("invalid parameter rules: %s", problem)));
+        for (int i = 0; i < patterns.n; i++) {
+            bool ok = pattern_matches_whole(patterns.patterns[i],
+                                            patterns.defaults[i] ? patterns.defaults[i] : "");
+            if (patterns.defaults[i] != nullptr && !ok)
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("invalid parameter rules: the default of parameter \"%s\" "
+                                       "does not match its pattern",
+                                       patterns.names[i])));
+        }
+    }
     // The saver's search_path, so the workers resolve names as the analysis just did.
     const char *search_path = GetConfigOption("search_path", false, false);
 
     CatalogSession session;
     catalog_session_begin(&session);
-    Oid types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, REGTYPEARRAYOID, TEXTOID, TEXTOID};
-    Datum values[7] = {CStringGetTextDatum(name),
+    Oid types[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, REGTYPEARRAYOID, TEXTOID, TEXTOID,
+                    JSONBOID};
+    Datum values[8] = {CStringGetTextDatum(name),
                        CStringGetTextDatum(sql),
                        CStringGetTextDatum(analyzed.prepared_sql),
                        text_array(analyzed.param_names, analyzed.nparams),
                        oid_array(analyzed.param_types, analyzed.nparams, REGTYPEOID),
                        CStringGetTextDatum(search_path ? search_path : ""),
-                       PG_ARGISNULL(2) ? (Datum)0 : PG_GETARG_DATUM(2)};
-    bool nulls[7] = {false, false, false, false, false, false, PG_ARGISNULL(2)};
+                       PG_ARGISNULL(2) ? (Datum)0 : PG_GETARG_DATUM(2),
+                       PG_ARGISNULL(3) ? (Datum)0 : PG_GETARG_DATUM(3)};
+    bool nulls[8] = {false, false, false, false, false, false, PG_ARGISNULL(2), PG_ARGISNULL(3)};
     catalog_exec("INSERT INTO querygate.saved_query AS q (name, sql, prepared_sql, param_names, "
-                 "param_types, search_path, description, revision) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7, nextval('querygate.saved_query_revision')) "
+                 "param_types, search_path, description, param_rules, revision) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+                 "nextval('querygate.saved_query_revision')) "
                  "ON CONFLICT (name) DO UPDATE SET sql = excluded.sql, "
                  "prepared_sql = excluded.prepared_sql, param_names = excluded.param_names, "
                  "param_types = excluded.param_types, search_path = excluded.search_path, "
-                 "description = excluded.description, revision = excluded.revision, "
+                 "description = excluded.description, param_rules = excluded.param_rules, "
+                 "revision = excluded.revision, "
                  "updated_at = now()",
-                 7, types, values, nulls);
+                 8, types, values, nulls);
     catalog_session_end(&session);
     PG_RETURN_VOID();
 }
@@ -174,7 +184,7 @@ Datum querygate_drop_policy(PG_FUNCTION_ARGS)
     bool cascade = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
     CatalogSession session;
     catalog_session_begin(&session);
-    require_policy(name);
+    catalog_require_policy(name);
     uint64 active = exec1("SELECT 1 FROM querygate.api_key WHERE policy = $1 AND revoked_at IS NULL",
                           name);
     if (active > 0 && !cascade)
@@ -199,8 +209,9 @@ Datum querygate_grant_query(PG_FUNCTION_ARGS)
     char *query = required_text(fcinfo, 1, "the query name");
     CatalogSession session;
     catalog_session_begin(&session);
-    require_policy(policy);
-    require_query(query);
+    catalog_require_policy(policy);
+    catalog_require_query(query);
+    check_allowed_tables(policy, query);
     exec2("INSERT INTO querygate.query_grant (policy, query) VALUES ($1, $2) "
           "ON CONFLICT DO NOTHING",
           policy, query);
@@ -215,8 +226,8 @@ Datum querygate_revoke_query(PG_FUNCTION_ARGS)
     char *query = required_text(fcinfo, 1, "the query name");
     CatalogSession session;
     catalog_session_begin(&session);
-    require_policy(policy);
-    require_query(query);
+    catalog_require_policy(policy);
+    catalog_require_query(query);
     exec2("DELETE FROM querygate.query_grant WHERE policy = $1 AND query = $2", policy, query);
     catalog_session_end(&session);
     PG_RETURN_VOID();
@@ -244,18 +255,22 @@ Datum querygate_create_key(PG_FUNCTION_ARGS)
 
     CatalogSession session;
     catalog_session_begin(&session);
-    require_policy(policy);
+    catalog_require_policy(policy);
     if (exec1("SELECT 1 FROM querygate.api_key WHERE name = $1 AND revoked_at IS NULL", name) > 0)
         ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
                         errmsg("key \"%s\" already exists", name),
                         errhint("Revoke it first, or choose another name.")));
-    Oid types[4] = {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID};
-    Datum values[4] = {CStringGetTextDatum(name), CStringGetTextDatum(policy),
-                       PointerGetDatum(hash), has_expiry ? PG_GETARG_DATUM(2) : (Datum)0};
-    bool nulls[4] = {false, false, false, !has_expiry};
-    catalog_exec("INSERT INTO querygate.api_key (name, policy, key_hash, expires_at) "
-                 "VALUES ($1, $2, $3, $4)",
-                 4, types, values, nulls);
+    Oid types[6] = {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, CIDRARRAYOID, TEXTOID};
+    Datum values[6] = {CStringGetTextDatum(name),
+                       CStringGetTextDatum(policy),
+                       PointerGetDatum(hash),
+                       has_expiry ? PG_GETARG_DATUM(2) : (Datum)0,
+                       PG_ARGISNULL(3) ? (Datum)0 : PG_GETARG_DATUM(3),
+                       PG_ARGISNULL(4) ? (Datum)0 : PG_GETARG_DATUM(4)};
+    bool nulls[6] = {false, false, false, !has_expiry, PG_ARGISNULL(3), PG_ARGISNULL(4)};
+    catalog_exec("INSERT INTO querygate.api_key (name, policy, key_hash, expires_at, allowed_ips, "
+                 "tenant) VALUES ($1, $2, $3, $4, $5, $6)",
+                 6, types, values, nulls);
     catalog_session_end(&session);
     // The secret leaves the server once, as this result; it is never stored or logged.
     PG_RETURN_TEXT_P(cstring_to_text(secret));

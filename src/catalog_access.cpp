@@ -5,6 +5,8 @@ extern "C" {
 #include "catalog/pg_authid.h"
 #include "executor/spi.h"
 #include "utils/acl.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 }
 
@@ -59,6 +61,35 @@ uint64 catalog_exec(const char *sql, int nargs, const Oid *types, const Datum *v
     return SPI_processed;
 }
 
+uint64 catalog_exec_texts(const char *sql, int nargs, const char *const *args)
+{
+    Oid *types = static_cast<Oid *>(palloc(sizeof(Oid) * Max(nargs, 1)));
+    Datum *values = static_cast<Datum *>(palloc(sizeof(Datum) * Max(nargs, 1)));
+    bool *nulls = static_cast<bool *>(palloc(sizeof(bool) * Max(nargs, 1)));
+    for (int i = 0; i < nargs; i++) {
+        types[i] = TEXTOID;
+        nulls[i] = args[i] == nullptr;
+        values[i] = nulls[i] ? (Datum)0 : CStringGetTextDatum(args[i]);
+    }
+    return catalog_exec(sql, nargs, types, values, nulls);
+}
+
+void catalog_require_policy(const char *policy)
+{
+    const char *args[1] = {policy};
+    if (catalog_exec_texts("SELECT 1 FROM querygate.policy WHERE name = $1", 1, args) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("policy \"%s\" does not exist", policy)));
+}
+
+void catalog_require_query(const char *query)
+{
+    const char *args[1] = {query};
+    if (catalog_exec_texts("SELECT 1 FROM querygate.saved_query WHERE name = $1", 1, args) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("saved query \"%s\" does not exist", query)));
+}
+
 void check_object_name(const char *kind, const char *name)
 {
     size_t len = std::strlen(name);
@@ -71,4 +102,19 @@ void check_object_name(const char *kind, const char *name)
                         errdetail("A %s name is 1 to 63 characters of letters, digits, \"_\", "
                                   "\".\" and \"-\", starting with a letter or digit.",
                                   kind)));
+}
+
+void query_context_begin(QueryContext *context, Oid run_as, const char *search_path)
+{
+    GetUserIdAndSecContext(&context->saved_userid, &context->saved_sec_context);
+    context->guc_nest_level = NewGUCNestLevel();
+    (void)set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    SetUserIdAndSecContext(run_as, context->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+void query_context_end(QueryContext *context)
+{
+    SetUserIdAndSecContext(context->saved_userid, context->saved_sec_context);
+    AtEOXact_GUC(true, context->guc_nest_level);
 }

@@ -27,5 +27,22 @@ void catalog_session_end(CatalogSession *session);
 uint64 catalog_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
                     const bool *nulls);
 
+// catalog_exec with text arguments (nullptr for SQL NULL).
+uint64 catalog_exec_texts(const char *sql, int nargs, const char *const *args);
+
+// ERROR 42704 unless the policy (or saved query) exists. Inside a catalog session.
+void catalog_require_policy(const char *policy);
+void catalog_require_query(const char *query);
+
 // ERROR 22023 unless name is 1-63 characters of [A-Za-z0-9_.-] starting with a letter or digit.
 void check_object_name(const char *kind, const char *name);
+
+// The context a saved query runs in on an HTTP call: the policy's run_as role and the query's stored
+// search_path. analyze_query and explain run inside it so they see exactly what a call would.
+struct QueryContext {
+    Oid saved_userid;
+    int saved_sec_context;
+    int guc_nest_level;
+};
+void query_context_begin(QueryContext *context, Oid run_as, const char *search_path);
+void query_context_end(QueryContext *context);

@@ -33,10 +33,10 @@ Datum querygate_catalog_changed(PG_FUNCTION_ARGS)
 namespace {
 
 // Receiver state. The callback runs inside PostgreSQL's invalidation processing: it only sets a flag.
-constexpr int catalog_table_count = 4;
-const char *const catalog_tables[catalog_table_count] = {"saved_query", "policy", "query_grant",
-                                                         "api_key"};
-Oid watched[catalog_table_count] = {InvalidOid, InvalidOid, InvalidOid, InvalidOid};
+constexpr int catalog_table_count = 7;
+const char *const catalog_tables[catalog_table_count] = {
+    "saved_query", "policy", "query_grant", "api_key", "mask_rule", "jwks", "mask_secret"};
+Oid watched[catalog_table_count] = {InvalidOid};
 bool dirty = true;
 
 void on_relcache_invalidation(Datum, Oid relid)
@@ -124,6 +124,7 @@ bool CatalogCache::refresh()
     policies_.clear();
     queries_.clear();
     installed_ = installed;
+    generation_++;
     if (installed)
         load();
     // Stays dirty while the extension is missing, so its creation is noticed by the next request.
@@ -138,7 +139,7 @@ void CatalogCache::load()
     // Names are [A-Za-z0-9_], so a comma joins them safely; types as oids.
     TextRows q = fetch("SELECT name, sql, prepared_sql, pg_catalog.array_to_string(param_names, ','), "
                        "pg_catalog.array_to_string(param_types::pg_catalog.oid[], ','), "
-                       "search_path, revision "
+                       "search_path, revision, param_rules::pg_catalog.text "
                        "FROM querygate.saved_query");
     for (uint64 r = 0; r < q.nrows; r++) {
         CachedQuery cq;
@@ -150,15 +151,42 @@ void CatalogCache::load()
             cq.param_types.push_back(static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
         cq.search_path = q.at(r, 5);
         cq.revision = std::strtoll(q.at(r, 6), nullptr, 10);
+        if (const char *rules = q.at(r, 7)) {
+            std::string error; // validated at save time; a failure here leaves no rules
+            if (!param_rules::parse(rules, cq.rules, error))
+                cq.rules.clear();
+        }
         queries_.emplace(cq.name, std::move(cq));
     }
 
-    TextRows p = fetch("SELECT name, run_as FROM querygate.policy");
+    TextRows p = fetch("SELECT name, run_as, "
+                       "pg_catalog.array_to_string(allowed_tables::pg_catalog.oid[], ','), "
+                       "allowed_tables IS NOT NULL, pg_catalog.array_to_string(write_ops, ','), "
+                       "mask_predicates FROM querygate.policy");
     for (uint64 r = 0; r < p.nrows; r++) {
         CachedPolicy cp;
         cp.name = p.at(r, 0);
         cp.run_as = static_cast<Oid>(std::strtoul(p.at(r, 1), nullptr, 10));
+        cp.rules.has_allowed_tables = std::strcmp(p.at(r, 3), "t") == 0;
+        for (const auto &t : split_csv(p.at(r, 2)))
+            cp.rules.allowed_tables.push_back(static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
+        for (const auto &op : split_csv(p.at(r, 4)))
+            cp.rules.write_ops |= op == "insert"   ? WRITE_INSERT
+                                  : op == "update" ? WRITE_UPDATE
+                                  : op == "delete" ? WRITE_DELETE
+                                  : op == "merge"  ? WRITE_MERGE
+                                                   : 0;
+        cp.rules.mask_predicates_allowed = std::strcmp(p.at(r, 5), "allow") == 0;
         policies_.emplace(cp.name, std::move(cp));
+    }
+    TextRows m = fetch("SELECT policy, pattern, action FROM querygate.mask_rule");
+    for (uint64 r = 0; r < m.nrows; r++) {
+        auto it = policies_.find(m.at(r, 0));
+        masking::Rule rule;
+        std::string error;
+        if (it != policies_.end() && masking::parse_pattern(m.at(r, 1), rule.pattern, error) &&
+            masking::parse_action(m.at(r, 2), rule.action))
+            it->second.rules.masks.push_back(std::move(rule));
     }
     TextRows g = fetch("SELECT policy, query FROM querygate.query_grant");
     for (uint64 r = 0; r < g.nrows; r++) {
@@ -169,15 +197,35 @@ void CatalogCache::load()
 
     TextRows k = fetch("SELECT name, policy, pg_catalog.encode(key_hash, 'hex'), "
                        "(EXTRACT(epoch FROM expires_at) OPERATOR(pg_catalog.*) 1000000)"
-                       "::pg_catalog.int8 "
+                       "::pg_catalog.int8, allowed_ips IS NULL, "
+                       "pg_catalog.array_to_string(allowed_ips::pg_catalog.text[], ','), tenant "
                        "FROM querygate.api_key WHERE revoked_at IS NULL");
     for (uint64 r = 0; r < k.nrows; r++) {
         CachedKey ck;
         ck.name = k.at(r, 0);
         ck.policy = k.at(r, 1) ? k.at(r, 1) : "";
         ck.expires_at_unix_us = k.at(r, 3) ? std::strtoll(k.at(r, 3), nullptr, 10) : 0;
+        ck.any_address = std::strcmp(k.at(r, 4), "t") == 0;
+        if (!ck.any_address) {
+            std::string bad; // cidr values from the catalog always parse
+            ck.allowed_ips = client_address::parse_list(k.at(r, 5) ? k.at(r, 5) : "", bad);
+        }
+        ck.has_tenant = k.at(r, 6) != nullptr;
+        ck.tenant = ck.has_tenant ? k.at(r, 6) : "";
         keys_.emplace(k.at(r, 2), std::move(ck));
     }
+
+    TextRows secret = fetch("SELECT pg_catalog.encode(secret, 'hex') FROM querygate.mask_secret "
+                            "ORDER BY created_at LIMIT 1");
+    mask_secret_.clear();
+    if (secret.nrows > 0) {
+        const char *hex = secret.at(0, 0);
+        for (size_t i = 0; hex[i] && hex[i + 1]; i += 2)
+            mask_secret_.push_back(static_cast<char>(std::strtoul(std::string(hex + i, 2).c_str(),
+                                                                  nullptr, 16)));
+    }
+    TextRows jwks = fetch("SELECT keys::pg_catalog.text FROM querygate.jwks");
+    jwks_ = jwks.nrows > 0 ? jwks.at(0, 0) : "";
 }
 
 const CachedKey *CatalogCache::find_key(const std::string &key_hash_hex) const

@@ -10,6 +10,10 @@
 
 #include "pg_headers.hpp"
 
+#include "client_address.hpp"
+#include "param_rules.hpp"
+#include "policy_decision.hpp"
+
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -23,6 +27,7 @@ struct CachedQuery {
     std::vector<std::string> param_names;
     std::vector<Oid> param_types;
     std::string search_path;
+    std::vector<param_rules::Rule> rules; // declared rules; parameters without one have none
     int64_t revision = 0;
 };
 
@@ -30,12 +35,17 @@ struct CachedPolicy {
     std::string name;
     Oid run_as = InvalidOid;
     std::unordered_set<std::string> queries;
+    PolicyRules rules; // allow-list, writes, masks, mask_predicates
 };
 
 struct CachedKey {
     std::string name;
     std::string policy;
     int64_t expires_at_unix_us = 0; // 0: never
+    bool any_address = true;        // no allowed_ips list
+    std::vector<client_address::Cidr> allowed_ips;
+    bool has_tenant = false;
+    std::string tenant;
 };
 
 class CatalogCache {
@@ -52,11 +62,21 @@ class CatalogCache {
     const CachedPolicy *find_policy(const std::string &name) const;
     const CachedQuery *find_query(const std::string &name) const;
 
+    // The hash mask's HMAC key (the oldest mask_secret row); empty if none.
+    const std::string &mask_secret() const { return mask_secret_; }
+    // The stored JWKS document (JSON text); empty if none.
+    const std::string &jwks() const { return jwks_; }
+    // Changes on every reload: decisions computed from an older catalog are stale.
+    uint64_t generation() const { return generation_; }
+
   private:
     void load();
 
     std::unordered_map<std::string, CachedKey> keys_; // by hash
     std::unordered_map<std::string, CachedPolicy> policies_;
     std::unordered_map<std::string, CachedQuery> queries_;
+    std::string mask_secret_;
+    std::string jwks_;
+    uint64_t generation_ = 0;
     bool installed_ = false;
 };

@@ -69,6 +69,7 @@ void serve()
         if (ConfigReloadPending) {
             ConfigReloadPending = false;
             ProcessConfigFile(PGC_SIGHUP);
+            settings::generation++;
             server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
         }
         server.run();

@@ -6,8 +6,14 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
+#include "catalog/pg_type_d.h"
+#include "mb/pg_wchar.h"
+#include "parser/parse_coerce.h"
 #include "utils/lsyscache.h"
 }
+
+#include "mask_rules.hpp"
+#include "secrets.hpp"
 
 #include <cmath>
 
@@ -19,6 +25,8 @@ struct Column {
     char *key; // the column name as a JSON string followed by ':'
     int keylen;
     Kind kind;
+    masking::Action action;
+    bool is_text; // string category: the mask action keeps a first character
     FmgrInfo output;
 };
 
@@ -96,6 +104,22 @@ void append_value(StringInfo out, const Column &col, Datum value)
     }
 }
 
+// "j***@example.com" for an email, "j***" for other text; the first character is kept whole
+// even when it takes several bytes.
+void append_masked(StringInfo out, const char *text)
+{
+    StringInfoData masked;
+    initStringInfo(&masked);
+    if (*text != '\0') {
+        int first = pg_mblen(text);
+        appendBinaryStringInfo(&masked, text, first);
+    }
+    appendStringInfoString(&masked, "***");
+    if (const char *at = strrchr(text, '@'))
+        appendStringInfoString(&masked, at);
+    escape_json(out, masked.data);
+}
+
 } // namespace
 
 struct RowWriter {
@@ -103,12 +127,50 @@ struct RowWriter {
     Column *cols;
     TupleDesc tupdesc;
     MemoryContext scratch;
+    const char *hash_key;
+    int hash_key_len;
 };
 
-RowWriter *row_writer_create(TupleDesc tupdesc)
+namespace {
+
+void append_column(const RowWriter *w, StringInfo out, const Column &c, Datum value, bool isnull)
+{
+    if (isnull || c.action == masking::Action::null) {
+        appendStringInfoString(out, "null");
+        return;
+    }
+    switch (c.action) {
+    case masking::Action::hash: {
+        char *text = OutputFunctionCall(const_cast<FmgrInfo *>(&c.output), value);
+        unsigned char mac[secrets::sha256_length];
+        char hex[2 * secrets::sha256_length + 1];
+        secrets::hmac_sha256(w->hash_key, w->hash_key_len, text, strlen(text), mac);
+        secrets::to_hex(mac, sizeof(mac), hex);
+        appendStringInfoChar(out, '"');
+        appendStringInfoString(out, hex);
+        appendStringInfoChar(out, '"');
+        return;
+    }
+    case masking::Action::mask:
+        if (c.is_text)
+            append_masked(out, OutputFunctionCall(const_cast<FmgrInfo *>(&c.output), value));
+        else
+            appendStringInfoString(out, "null");
+        return;
+    default:
+        append_value(out, c, value);
+    }
+}
+
+} // namespace
+
+RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, const char *hash_key,
+                             int hash_key_len)
 {
     RowWriter *w = static_cast<RowWriter *>(palloc0(sizeof(RowWriter)));
     w->tupdesc = tupdesc;
+    w->hash_key = hash_key;
+    w->hash_key_len = hash_key_len;
     w->cols = static_cast<Column *>(palloc0(sizeof(Column) * Max(tupdesc->natts, 1)));
     for (int i = 0; i < tupdesc->natts; i++) {
         Form_pg_attribute attr = TupleDescAttr(tupdesc, i);
@@ -122,6 +184,9 @@ RowWriter *row_writer_create(TupleDesc tupdesc)
         c.key = key.data;
         c.keylen = key.len;
         c.kind = kind_of(attr->atttypid);
+        c.action = actions ? static_cast<masking::Action>(actions[w->ncols - 1])
+                           : masking::Action::none;
+        c.is_text = TypeCategory(getBaseType(attr->atttypid)) == TYPCATEGORY_STRING;
         Oid outfunc;
         bool varlena;
         getTypeOutputInfo(attr->atttypid, &outfunc, &varlena);
@@ -139,21 +204,20 @@ void row_writer_append_array(RowWriter *w, StringInfo out, HeapTuple *tuples, ui
             appendStringInfoChar(out, ',');
         appendStringInfoChar(out, '{');
         MemoryContext old = MemoryContextSwitchTo(w->scratch);
-        int written = 0;
+        int written = 0; // index into cols, which skips dropped attributes
         for (int i = 0; i < w->tupdesc->natts; i++) {
             Form_pg_attribute attr = TupleDescAttr(w->tupdesc, i);
             if (attr->attisdropped)
                 continue;
-            const Column &c = w->cols[written];
-            if (written++ > 0)
+            const Column &c = w->cols[written++];
+            if (c.action == masking::Action::drop)
+                continue;
+            if (out->data[out->len - 1] != '{')
                 appendStringInfoChar(out, ',');
             appendBinaryStringInfo(out, c.key, c.keylen);
             bool isnull;
             Datum value = heap_getattr(tuples[r], i + 1, w->tupdesc, &isnull);
-            if (isnull)
-                appendStringInfoString(out, "null");
-            else
-                append_value(out, c, value);
+            append_column(w, out, c, value, isnull);
         }
         MemoryContextSwitchTo(old);
         MemoryContextReset(w->scratch);

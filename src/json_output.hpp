@@ -14,7 +14,15 @@ extern "C" {
 struct RowWriter;
 
 // Looks up how each column of tupdesc is written; allocated in the current memory context.
-RowWriter *row_writer_create(TupleDesc tupdesc);
+// actions: one masking::Action (as int) per non-dropped column, or nullptr for none; hash_key: the
+// HMAC-SHA-256 key of the hash action.
+//   hash: the value's text output, HMAC-SHA-256 with the per-database secret, as 64 hex digits
+//         (deterministic: equal values still join and group);
+//   mask: text keeps its first character and "***", an email keeps its domain (j***@example.com);
+//         other types become null;
+//   null: null;  drop: the column is left out of the object.
+RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, const char *hash_key,
+                             int hash_key_len);
 
 // Appends tuples[from..to) as a JSON array. Values are converted in a scratch context reset per row,
 // so a large page costs the size of its JSON, not of every intermediate string.

@@ -1,12 +1,14 @@
 // One call of a saved query, in-process: the PostgreSQL side of query_runner.hpp.
 //
 // Per call: SetCurrentStatementStartTimestamp, StartTransactionCommand (which also accepts pending
-// catalog invalidations), refresh the catalog cache if a change committed, authenticate and
-// authorize from the cache (no SPI), switch to the policy's run_as role so GRANTs and row-level
-// security apply, XactReadOnly (SPI's own read-only flag would not stop a volatile function from
-// writing), the statement timeout, bind through each type's input function, execute the kept plan,
-// serialize, commit. A PostgreSQL error anywhere becomes a pg::PgError: the transaction is aborted,
-// timeouts and cancel flags are reset, and the caller gets a JSON error. The worker goes on.
+// catalog invalidations), refresh the catalog cache if a change committed, authenticate (key hash,
+// expiry and address allow-list, or a verified JWT) and authorize (grant) from the cache, resolve
+// parameters under their rules, switch to the policy's run_as role so GRANTs and row-level security
+// apply, keep the transaction read-only (XactReadOnly: SPI's own read-only flag would not stop a
+// volatile function from writing) unless the call is a granted write, arm the statement timeout,
+// take the kept plan and the policy's cached decision about it (allow-list, writes, masks), execute,
+// serialize with masks applied, commit. A PostgreSQL error anywhere becomes a pg::PgError: the
+// transaction is aborted, timeouts and cancel flags are reset, and the caller gets a JSON error.
 #include "query_runner.hpp"
 
 #include "pg_headers.hpp"
@@ -16,6 +18,7 @@ extern "C" {
 #include "mb/pg_wchar.h"
 #include "pgstat.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -24,23 +27,62 @@ extern "C" {
 }
 
 #include "catalog_cache.hpp"
+#include "governance.hpp"
 #include "json_output.hpp"
+#include "jwt.hpp"
 #include "pg_guard.hpp"
+#include "policy_decision.hpp"
+#include "query_analysis.hpp"
 #include "secrets.hpp"
 #include "settings.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <unordered_map>
 #include <utility>
 
 namespace {
 
-// A plan kept for one (query, run_as role): prepared as that role, with the query's search_path.
+// Analyses go stale when a relation they depend on changes (a view is redefined, a column
+// dropped): a relcache callback bumps this epoch for any relation in `analysis_depends`.
+uint64_t analysis_epoch = 1;
+std::vector<Oid> analysis_depends; // sorted
+
+void on_relation_changed(Datum, Oid relid)
+{
+    if (relid == InvalidOid ||
+        std::binary_search(analysis_depends.begin(), analysis_depends.end(), relid))
+        analysis_epoch++;
+}
+
+// A plan kept for one (query, run_as role): prepared as that role, with the query's search_path,
+// with the analysis the policies' decisions are made from.
 struct PlanEntry {
     int64_t revision = 0;
     SPIPlanPtr plan = nullptr;
     FmgrInfo *input = nullptr; // per parameter, in TopMemoryContext
     Oid *ioparam = nullptr;
+    MemoryContext analysis_context = nullptr;
+    QueryAnalysis *analysis = nullptr;
+    uint64_t analysis_epoch = 0;
+    // Per policy: the decision and the catalog generation it was made under.
+    std::unordered_map<std::string, std::pair<uint64_t, PolicyDecision>> decisions;
+};
+
+// Who is calling, once authenticated.
+struct Caller {
+    const CachedPolicy *policy = nullptr;
+    bool is_jwt = false;
+    bool has_tenant = false;
+    std::string tenant;
+    jwt::Claims claims;
+};
+
+// A parameter's value after its rules: given, defaulted, from a claim, or NULL.
+struct Resolved {
+    bool is_null = true;
+    std::string value;
 };
 
 int64_t unix_now_us()
@@ -51,41 +93,87 @@ int64_t unix_now_us()
 
 enum class Phase { setup, binding, executing };
 
-// Every problem with the call's parameters at once: missing ones (param_required), and unknown,
-// repeated or NUL-holding ones (param_invalid). Checked only once the caller is authorized for the
-// query, so parameter names are never revealed to anyone else.
-ApiError check_params(const CachedQuery &query, const std::vector<CallParam> &params)
+bool given(const std::vector<CallParam> &params, const std::string &name, const CallParam **found)
+{
+    for (const CallParam &p : params)
+        if (p.name == name) {
+            *found = &p;
+            return true;
+        }
+    return false;
+}
+
+// Every problem with the call's parameters at once, checked only once the caller is authorized for
+// the query (so parameter names are never revealed to anyone else): missing ones (param_required
+// when nothing else is wrong), unknown, repeated, NUL-holding or rule-breaking ones
+// (param_invalid), and from_claim parameters (param_from_claim, sign_in_required, claim_missing).
+ApiError resolve_params(const CachedQuery &query, const Caller &caller,
+                        const std::vector<CallParam> &params, std::vector<Resolved> &out)
 {
     std::vector<std::pair<std::string, std::string>> problems;
-    bool missing = false;
-    for (const std::string &name : query.param_names) {
-        bool found = false;
-        for (const CallParam &p : params)
-            found = found || p.name == name;
-        if (!found) {
+    bool only_missing = true;
+    out.assign(query.param_names.size(), Resolved());
+    for (size_t i = 0; i < query.param_names.size(); i++) {
+        const std::string &name = query.param_names[i];
+        const param_rules::Rule *rule = param_rules::find(query.rules, name);
+        const CallParam *p = nullptr;
+        bool sent = given(params, name, &p);
+        if (rule != nullptr && !rule->from_claim.empty()) {
+            if (sent) {
+                ApiError e = api_errors::make(400, "param_from_claim",
+                                              "a parameter taken from the caller's token was sent");
+                e.errors.emplace_back(name, "comes from the caller's token and cannot be sent");
+                return e;
+            }
+            if (!caller.is_jwt)
+                return api_errors::make(403, "sign_in_required",
+                                        "this query needs a signed-in caller (a bearer token)");
+            auto claim = caller.claims.scalars.find(rule->from_claim);
+            if (claim == caller.claims.scalars.end())
+                return api_errors::make(403, "claim_missing",
+                                        "the caller's token lacks a claim this query needs");
+            out[i].is_null = false;
+            out[i].value = claim->second;
+            continue;
+        }
+        if (sent) {
+            out[i].is_null = p->is_null;
+            out[i].value = p->value;
+            if (p->value.find('\0') != std::string::npos) {
+                problems.emplace_back(name, "must not contain a NUL byte");
+                only_missing = false;
+            } else if (rule != nullptr && !p->is_null) {
+                std::string problem = param_rules::check(*rule, p->value);
+                if (!problem.empty()) {
+                    problems.emplace_back(name, problem);
+                    only_missing = false;
+                }
+            }
+        } else if (rule != nullptr && rule->has_default) {
+            out[i].is_null = rule->default_is_null;
+            out[i].value = rule->default_text;
+        } else if (rule == nullptr || rule->required) {
             problems.emplace_back(name, "is required");
-            missing = true;
         }
     }
     for (size_t i = 0; i < params.size(); i++) {
         const CallParam &p = params[i];
-        bool known = false;
-        for (const std::string &name : query.param_names)
-            known = known || p.name == name;
+        bool known = std::find(query.param_names.begin(), query.param_names.end(), p.name) !=
+                     query.param_names.end();
         bool repeated = false;
         for (size_t j = 0; j < i; j++)
             repeated = repeated || params[j].name == p.name;
-        if (!known)
-            problems.emplace_back(p.name, "is not a parameter of this query");
-        else if (repeated)
-            problems.emplace_back(p.name, "is given more than once");
-        else if (p.value.find('\0') != std::string::npos)
-            problems.emplace_back(p.name, "must not contain a NUL byte");
+        if (!known || repeated) {
+            problems.emplace_back(p.name, known ? "is given more than once"
+                                                : "is not a parameter of this query");
+            only_missing = false;
+        }
     }
     if (problems.empty())
         return ApiError();
-    ApiError err = missing ? api_errors::make(400, "param_required", "missing or invalid parameters")
-                           : api_errors::make(400, "param_invalid", "invalid parameters");
+    ApiError err = only_missing
+                       ? api_errors::make(400, "param_required", "missing parameters")
+                       : api_errors::make(400, "param_invalid", "invalid parameters");
     err.errors = std::move(problems);
     return err;
 }
@@ -95,6 +183,8 @@ ApiError check_params(const CachedQuery &query, const std::vector<CallParam> &pa
 struct QueryRunner::State {
     CatalogCache cache;
     std::map<std::pair<std::string, Oid>, PlanEntry> plans;
+    jwt::Verifier verifier;
+    uint64_t verifier_generation = 0; // cache generation + settings reloads it was built for
     // The session's search_path as last set by a committed call; unknown after an abort.
     std::string search_path;
     bool search_path_known = false;
@@ -103,15 +193,22 @@ struct QueryRunner::State {
     // Filled while a call runs; read by the error path.
     Phase phase = Phase::setup;
     volatile int failing_param = -1;
+    TimestampTz started_at = 0;
     // The worker's own identity while a call runs as the policy's role. Commit does not restore it
     // (only abort does), so the success path puts it back itself.
     Oid saved_user = InvalidOid;
     int saved_sec_context = 0;
-    TimestampTz started_at = 0;
 
+    ApiError authenticate(const CallRequest &request, const char *key_hash_hex, Caller &caller);
+    void configure_verifier();
+    ApiError check_patterns(const CachedQuery &query, const std::vector<Resolved> &values);
     void ensure_search_path(const std::string &path);
+    void begin_call(const CachedQuery &query, const Caller &caller, Oid role);
+    void end_call();
     PlanEntry &plan_for(const CachedQuery &query, Oid role);
-    void execute(const CachedQuery &query, PlanEntry &entry, const CallRequest &request,
+    const PolicyDecision &decision_for(PlanEntry &entry, const CachedPolicy &policy);
+    void execute(const CachedQuery &query, PlanEntry &entry, const PolicyDecision &decision,
+                 const std::vector<Resolved> &values, const CallRequest &request,
                  CallResult &result);
     ApiError error_for(const pg::PgError &e, const CallRequest &request, const CachedQuery *query);
     void abort_call();
@@ -123,8 +220,97 @@ QueryRunner::~QueryRunner() = default;
 void QueryRunner::start()
 {
     state_->cache.register_invalidation();
+    CacheRegisterRelcacheCallback(on_relation_changed, (Datum)0);
     state_->request_context = AllocSetContextCreate(TopMemoryContext, "querygate request",
                                                     ALLOCSET_DEFAULT_SIZES);
+}
+
+void QueryRunner::State::configure_verifier()
+{
+    uint64_t generation = cache.generation() * 1000003 + settings::generation;
+    if (generation == verifier_generation)
+        return;
+    verifier_generation = generation;
+    jwt::Config config;
+    config.hs256_secret = settings::jwt_secret ? settings::jwt_secret : "";
+    config.jwks_json = cache.jwks();
+    config.issuer = settings::jwt_issuer ? settings::jwt_issuer : "";
+    config.audience = settings::jwt_audience ? settings::jwt_audience : "";
+    std::string error;
+    if (!verifier.configure(config, error)) {
+        // Keep serving keys; tokens are refused until the configuration is fixed.
+        jwt::Config none;
+        std::string ignored;
+        verifier.configure(none, ignored);
+        ereport(WARNING, (errmsg("querygate: bearer tokens are refused: %s", error.c_str())));
+    }
+}
+
+ApiError QueryRunner::State::authenticate(const CallRequest &request, const char *key_hash_hex,
+                                          Caller &caller)
+{
+    std::string policy_name;
+    if (!request.secret.empty()) {
+        const CachedKey *key = cache.find_key(key_hash_hex);
+        if (key == nullptr ||
+            (key->expires_at_unix_us != 0 && key->expires_at_unix_us <= unix_now_us()))
+            return api_errors::unauthorized();
+        // Outside the key's addresses, or an unknown address: the same answer as a bad key.
+        if (!key->any_address && (request.client_ip.empty() ||
+                                  !client_address::contains_any(key->allowed_ips, request.client_ip)))
+            return api_errors::unauthorized();
+        policy_name = key->policy;
+        caller.has_tenant = key->has_tenant;
+        caller.tenant = key->tenant;
+    } else if (!request.bearer_token.empty()) {
+        configure_verifier();
+        std::string reason;
+        if (!verifier.verify(request.bearer_token, unix_now_us() / 1000000, caller.claims, reason)) {
+            ereport(DEBUG1, (errmsg("querygate: bearer token refused: %s", reason.c_str())));
+            return api_errors::unauthorized();
+        }
+        auto policy = caller.claims.scalars.find(settings::jwt_policy_claim);
+        if (policy == caller.claims.scalars.end())
+            return api_errors::unauthorized();
+        policy_name = policy->second;
+        caller.is_jwt = true;
+        auto tenant = caller.claims.scalars.find(settings::jwt_tenant_claim);
+        caller.has_tenant = tenant != caller.claims.scalars.end();
+        caller.tenant = caller.has_tenant ? tenant->second : "";
+    } else {
+        return api_errors::unauthorized();
+    }
+    caller.policy = cache.find_policy(policy_name);
+    if (caller.policy == nullptr)
+        return api_errors::unauthorized();
+    return ApiError();
+}
+
+ApiError QueryRunner::State::check_patterns(const CachedQuery &query,
+                                            const std::vector<Resolved> &values)
+{
+    ApiError err;
+    for (size_t i = 0; i < query.param_names.size(); i++) {
+        const param_rules::Rule *rule = param_rules::find(query.rules, query.param_names[i]);
+        if (rule == nullptr || rule->pattern.empty() || values[i].is_null ||
+            !rule->from_claim.empty())
+            continue;
+        const char *pattern = rule->pattern.c_str();
+        const char *value = values[i].value.c_str();
+        bool ok = false;
+        pg::guard([&] {
+            // Not valid in the database encoding: the input function would refuse it anyway.
+            ok = pg_verifymbstr(value, strlen(value), true) && pattern_matches_whole(pattern, value);
+        });
+        if (!ok)
+            err.errors.emplace_back(query.param_names[i], "does not match the required pattern");
+    }
+    if (!err.errors.empty()) {
+        err.status = 400;
+        err.code = "param_invalid";
+        err.message = "invalid parameters";
+    }
+    return err;
 }
 
 void QueryRunner::State::ensure_search_path(const std::string &path)
@@ -142,38 +328,95 @@ void QueryRunner::State::ensure_search_path(const std::string &path)
     search_path_known = true;
 }
 
+void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &caller, Oid role)
+{
+    ensure_search_path(query.search_path);
+    const char *activity = query.sql.c_str();
+    const char *tenant = caller.has_tenant ? caller.tenant.c_str() : nullptr;
+    const char *claims = caller.is_jwt ? caller.claims.json.c_str() : nullptr;
+    const int timeout = settings::statement_timeout;
+    Oid *user = &saved_user;
+    int *context = &saved_sec_context;
+    pg::guard([&] {
+        pgstat_report_activity(STATE_RUNNING, activity);
+        // Transaction-local, set while still the worker's superuser: querygate.tenant is
+        // superuser-only, so the policy's role cannot change it.
+        if (tenant != nullptr)
+            (void)set_config_option("querygate.tenant", tenant, PGC_SUSET, PGC_S_SESSION,
+                                    GUC_ACTION_LOCAL, true, 0, false);
+        if (claims != nullptr)
+            (void)set_config_option("request.jwt.claims", claims, PGC_USERSET, PGC_S_SESSION,
+                                    GUC_ACTION_LOCAL, true, 0, false);
+        GetUserIdAndSecContext(user, context);
+        // LOCAL_USERID_CHANGE also forbids SET ROLE inside the call.
+        SetUserIdAndSecContext(role, *context | SECURITY_LOCAL_USERID_CHANGE);
+        if (SPI_connect() != SPI_OK_CONNECT)
+            elog(ERROR, "querygate: SPI_connect failed");
+        if (timeout > 0)
+            enable_timeout_after(STATEMENT_TIMEOUT, timeout);
+    });
+    started_at = GetCurrentTimestamp();
+}
+
+void QueryRunner::State::end_call()
+{
+    Oid user = saved_user;
+    int context = saved_sec_context;
+    pg::guard([&] {
+        disable_timeout(STATEMENT_TIMEOUT, false);
+        SPI_finish();
+        SetUserIdAndSecContext(user, context);
+    });
+}
+
 PlanEntry &QueryRunner::State::plan_for(const CachedQuery &query, Oid role)
 {
     PlanEntry &entry = plans[std::make_pair(query.name, role)];
-    if (entry.plan != nullptr && entry.revision == query.revision)
+    const bool plan_ok = entry.plan != nullptr && entry.revision == query.revision;
+    if (plan_ok && entry.analysis != nullptr && entry.analysis_epoch == analysis_epoch)
         return entry;
-    SPIPlanPtr old = entry.plan;
-    entry.plan = nullptr;
+
     const char *sql = query.prepared_sql.c_str();
     int nparams = static_cast<int>(query.param_types.size());
     Oid *types = const_cast<Oid *>(query.param_types.data());
-    SPIPlanPtr plan = nullptr;
-    FmgrInfo *input = nullptr;
-    Oid *ioparam = nullptr;
+    SPIPlanPtr old = plan_ok ? nullptr : entry.plan;
+    SPIPlanPtr plan = plan_ok ? entry.plan : nullptr;
+    FmgrInfo *input = plan_ok ? entry.input : nullptr;
+    Oid *ioparam = plan_ok ? entry.ioparam : nullptr;
+    if (entry.analysis_context == nullptr)
+        entry.analysis_context = AllocSetContextCreate(TopMemoryContext, "querygate analysis",
+                                                       ALLOCSET_SMALL_SIZES);
+    MemoryContext analysis_cxt = entry.analysis_context;
+    QueryAnalysis *analysis = nullptr;
+    uint64_t epoch = analysis_epoch;
     pg::guard([&] {
         if (old != nullptr)
             SPI_freeplan(old);
-        plan = SPI_prepare(sql, nparams, types);
-        if (plan == nullptr)
-            elog(ERROR, "querygate: could not prepare saved query: %s",
-                 SPI_result_code_string(SPI_result));
-        SPI_keepplan(plan);
-        input = static_cast<FmgrInfo *>(
-            MemoryContextAllocZero(TopMemoryContext, sizeof(FmgrInfo) * Max(nparams, 1)));
-        ioparam = static_cast<Oid *>(
-            MemoryContextAllocZero(TopMemoryContext, sizeof(Oid) * Max(nparams, 1)));
-        for (int i = 0; i < nparams; i++) {
-            Oid infunc;
-            getTypeInputInfo(types[i], &infunc, &ioparam[i]);
-            fmgr_info_cxt(infunc, &input[i], TopMemoryContext);
+        if (plan == nullptr) {
+            plan = SPI_prepare(sql, nparams, types);
+            if (plan == nullptr)
+                elog(ERROR, "querygate: could not prepare saved query: %s",
+                     SPI_result_code_string(SPI_result));
+            SPI_keepplan(plan);
+            input = static_cast<FmgrInfo *>(
+                MemoryContextAllocZero(TopMemoryContext, sizeof(FmgrInfo) * Max(nparams, 1)));
+            ioparam = static_cast<Oid *>(
+                MemoryContextAllocZero(TopMemoryContext, sizeof(Oid) * Max(nparams, 1)));
+            for (int i = 0; i < nparams; i++) {
+                Oid infunc;
+                getTypeInputInfo(types[i], &infunc, &ioparam[i]);
+                fmgr_info_cxt(infunc, &input[i], TopMemoryContext);
+            }
         }
+        // What the statement touches, writes and returns, as this role sees it: made once here,
+        // so a call never walks the query tree.
+        MemoryContextReset(analysis_cxt);
+        MemoryContext old_cxt = MemoryContextSwitchTo(analysis_cxt);
+        analysis = static_cast<QueryAnalysis *>(palloc0(sizeof(QueryAnalysis)));
+        analyze_query(sql, nparams, types, analysis);
+        MemoryContextSwitchTo(old_cxt);
     });
-    if (entry.input != nullptr) {
+    if (!plan_ok && entry.input != nullptr) {
         pfree(entry.input);
         pfree(entry.ioparam);
     }
@@ -181,32 +424,62 @@ PlanEntry &QueryRunner::State::plan_for(const CachedQuery &query, Oid role)
     entry.input = input;
     entry.ioparam = ioparam;
     entry.revision = query.revision;
+    entry.analysis = analysis;
+    entry.analysis_epoch = epoch;
+    entry.decisions.clear();
+    // Watch every relation any kept analysis depends on.
+    for (int i = 0; i < analysis->ndepends; i++)
+        analysis_depends.push_back(analysis->depends[i]);
+    std::sort(analysis_depends.begin(), analysis_depends.end());
+    analysis_depends.erase(std::unique(analysis_depends.begin(), analysis_depends.end()),
+                           analysis_depends.end());
     return entry;
 }
 
+const PolicyDecision &QueryRunner::State::decision_for(PlanEntry &entry, const CachedPolicy &policy)
+{
+    auto &slot = entry.decisions[policy.name];
+    if (slot.first != cache.generation() || slot.second.column_actions.size() !=
+                                                static_cast<size_t>(entry.analysis->noutputs)) {
+        slot.second = decide(*entry.analysis, policy.rules);
+        slot.first = cache.generation();
+    }
+    return slot.second;
+}
+
 void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
+                                 const PolicyDecision &decision, const std::vector<Resolved> &values,
                                  const CallRequest &request, CallResult &result)
 {
-    // Arguments in the order of the query's parameters; everything the guarded block touches is
-    // plain data allocated here, outside it.
+    // Everything the guarded block touches is plain data prepared here, outside it.
     const int nparams = static_cast<int>(query.param_names.size());
     const char **texts = static_cast<const char **>(
         MemoryContextAllocZero(request_context, sizeof(char *) * Max(nparams, 1)));
     int *lengths = static_cast<int *>(
         MemoryContextAllocZero(request_context, sizeof(int) * Max(nparams, 1)));
     for (int i = 0; i < nparams; i++)
-        for (const CallParam &p : request.params)
-            if (p.name == query.param_names[i] && !p.is_null) {
-                texts[i] = p.value.c_str();
-                lengths[i] = static_cast<int>(p.value.size());
-            }
+        if (!values[i].is_null) {
+            texts[i] = values[i].value.c_str();
+            lengths[i] = static_cast<int>(values[i].value.size());
+        }
+    int *actions = static_cast<int *>(MemoryContextAllocZero(
+        request_context, sizeof(int) * Max(decision.column_actions.size(), size_t(1))));
+    bool masked = false;
+    for (size_t i = 0; i < decision.column_actions.size(); i++) {
+        actions[i] = static_cast<int>(decision.column_actions[i]);
+        masked = masked || actions[i] != 0;
+    }
+    const char *hash_key = cache.mask_secret().data();
+    const int hash_key_len = static_cast<int>(cache.mask_secret().size());
 
-    Datum *values =
-        static_cast<Datum *>(MemoryContextAllocZero(request_context, sizeof(Datum) * Max(nparams, 1)));
+    Datum *values_out = static_cast<Datum *>(
+        MemoryContextAllocZero(request_context, sizeof(Datum) * Max(nparams, 1)));
     char *nulls = static_cast<char *>(MemoryContextAllocZero(request_context, nparams + 1));
     StringInfo body = nullptr;
     bool has_more = false;
-    const long page = request.page;
+    const bool writes = entry.analysis->write_ops != 0;
+    const bool returns_rows = entry.analysis->returns_rows;
+    const long page = writes ? 1 : request.page;
     const long page_size = request.page_size;
     MemoryContext request_cxt = request_context;
     SPIPlanPtr plan = entry.plan;
@@ -229,33 +502,41 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
             if (!pg_verifymbstr(texts[i], lengths[i], true))
                 ereport(ERROR, (errcode(ERRCODE_CHARACTER_NOT_IN_REPERTOIRE),
                                 errmsg("is not valid %s", GetDatabaseEncodingName())));
-            values[i] = InputFunctionCall(&input[i], const_cast<char *>(texts[i]), ioparam[i], -1);
+            values_out[i] =
+                InputFunctionCall(&input[i], const_cast<char *>(texts[i]), ioparam[i], -1);
         }
         *failing = -1;
         *phase_ptr = Phase::executing;
 
-        // One row more than the page tells whether another page follows.
+        // A write runs whole (a row limit would stop an UPDATE halfway) and commits before the
+        // answer is sent. A read asks for one row more than the page, to know whether another
+        // page follows; pages after the first are reached through a cursor, so skipped rows are
+        // never held in memory.
         const uint64 want = static_cast<uint64>(page_size) + 1;
         Portal portal = nullptr;
-        if (page == 1) {
-            int rc = SPI_execute_plan(plan, values, nulls, false, static_cast<long>(want));
+        if (writes || page == 1) {
+            int rc = SPI_execute_plan(plan, values_out, nulls, false,
+                                      writes ? 0 : static_cast<long>(want));
             if (rc < 0)
                 elog(ERROR, "querygate: execution failed: %s", SPI_result_code_string(rc));
         } else {
-            portal = SPI_cursor_open(nullptr, plan, values, nulls, false);
+            portal = SPI_cursor_open(nullptr, plan, values_out, nulls, false);
             SPI_cursor_move(portal, true, (page - 1) * page_size);
             SPI_cursor_fetch(portal, true, static_cast<long>(want));
         }
         MemoryContext spi_cxt = MemoryContextSwitchTo(request_cxt);
         body = makeStringInfo();
         MemoryContextSwitchTo(spi_cxt);
-        if (SPI_tuptable == nullptr) {
+        if (writes && !returns_rows) {
+            appendStringInfo(body, "{\"rows_affected\":" UINT64_FORMAT "}", SPI_processed);
+        } else if (SPI_tuptable == nullptr) {
             appendStringInfoString(body, "[]");
         } else {
             uint64 n = SPI_processed;
-            has_more = n > static_cast<uint64>(page_size);
+            has_more = !writes && n > static_cast<uint64>(page_size);
             uint64 rows = has_more ? static_cast<uint64>(page_size) : n;
-            RowWriter *writer = row_writer_create(SPI_tuptable->tupdesc);
+            RowWriter *writer = row_writer_create(SPI_tuptable->tupdesc, masked ? actions : nullptr,
+                                                  hash_key, hash_key_len);
             row_writer_append_array(writer, body, SPI_tuptable->vals, 0, rows);
         }
         if (portal != nullptr)
@@ -291,7 +572,6 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
         err.message = "invalid value for parameter " + query->param_names[failing_param];
         return err;
     }
-    const std::string state = e.sqlstate();
     if (e.sqlerrcode == ERRCODE_QUERY_CANCELED && settings::statement_timeout > 0 &&
         TimestampDifferenceExceeds(started_at, GetCurrentTimestamp(),
                                    settings::statement_timeout - 1))
@@ -331,55 +611,48 @@ CallResult QueryRunner::run(const CallRequest &request)
             XactReadOnly = true;
             PushActiveSnapshot(GetTransactionSnapshot());
         });
+        Caller caller;
+        std::vector<Resolved> values;
         if (!s.cache.refresh()) {
             result.error = api_errors::make(503, "unavailable",
                                             "querygate is not installed in this database");
-        } else if (const CachedKey *key = s.cache.find_key(hash_hex);
-                   key == nullptr || request.secret.empty() ||
-                   (key->expires_at_unix_us != 0 && key->expires_at_unix_us <= unix_now_us())) {
-            result.error = api_errors::unauthorized();
-        } else if (const CachedPolicy *policy = s.cache.find_policy(key->policy);
-                   policy == nullptr) {
-            result.error = api_errors::unauthorized();
+        } else if (ApiError denied = s.authenticate(request, hash_hex, caller); denied.set()) {
+            result.error = std::move(denied);
         } else if (query = s.cache.find_query(request.query);
-                   query == nullptr || policy->queries.count(query->name) == 0) {
+                   query == nullptr || caller.policy->queries.count(query->name) == 0) {
             query = nullptr;
             result.error = api_errors::query_not_found();
-        } else if (ApiError bad = check_params(*query, request.params); bad.set()) {
+        } else if (ApiError bad = resolve_params(*query, caller, request.params, values);
+                   bad.set()) {
             result.error = std::move(bad);
+        } else if (ApiError bad_pattern = s.check_patterns(*query, values); bad_pattern.set()) {
+            result.error = std::move(bad_pattern);
         } else {
-            Oid role = policy->run_as;
+            Oid role = caller.policy->run_as;
             bool role_exists = false;
             pg::guard([&] { role_exists = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)); });
             if (!role_exists) {
                 ereport(LOG, (errmsg("querygate: policy \"%s\" runs as a role that no longer exists",
-                                     policy->name.c_str())));
+                                     caller.policy->name.c_str())));
                 result.error = api_errors::make(500, "query_failed", "the query failed");
             } else {
-                const char *activity = query->sql.c_str();
-                const int timeout = settings::statement_timeout;
-                s.ensure_search_path(query->search_path);
-                Oid *saved_user = &s.saved_user;
-                int *saved_context = &s.saved_sec_context;
-                pg::guard([&] {
-                    pgstat_report_activity(STATE_RUNNING, activity);
-                    GetUserIdAndSecContext(saved_user, saved_context);
-                    // LOCAL_USERID_CHANGE also forbids SET ROLE inside the call.
-                    SetUserIdAndSecContext(role, *saved_context | SECURITY_LOCAL_USERID_CHANGE);
-                    if (SPI_connect() != SPI_OK_CONNECT)
-                        elog(ERROR, "querygate: SPI_connect failed");
-                    if (timeout > 0)
-                        enable_timeout_after(STATEMENT_TIMEOUT, timeout);
-                });
-                s.started_at = GetCurrentTimestamp();
+                s.begin_call(*query, caller, role);
                 PlanEntry &entry = s.plan_for(*query, role);
-                s.execute(*query, entry, request, result);
-                pg::guard([&] {
-                    if (timeout > 0)
-                        disable_timeout(STATEMENT_TIMEOUT, false);
-                    SPI_finish();
-                    SetUserIdAndSecContext(*saved_user, *saved_context);
-                });
+                const PolicyDecision &decision = s.decision_for(entry, *caller.policy);
+                if (decision.refused()) {
+                    result.error = api_errors::make(403, decision.refusal_code.c_str(),
+                                                    decision.refusal_message);
+                } else if (entry.analysis->write_ops != 0 && !settings::allow_writes) {
+                    result.error = api_errors::make(403, "read_only",
+                                                    "writes are turned off on this server");
+                } else {
+                    // A granted write (the decision checked the policy's operations) runs in a
+                    // read-write transaction; everything else stays read-only.
+                    if (entry.analysis->write_ops != 0)
+                        XactReadOnly = false;
+                    s.execute(*query, entry, decision, values, request, result);
+                }
+                s.end_call();
             }
         }
         // Every path that got here ends its transaction with a commit (a read-only one costs

@@ -16,8 +16,10 @@ struct CallParam {
 };
 
 struct CallRequest {
-    std::string query;  // the saved query's name, from the URL
-    std::string secret; // the presented key, empty when none
+    std::string query;        // the saved query's name, from the URL
+    std::string secret;       // a presented API key, empty when none
+    std::string bearer_token; // a presented JWT, empty when none (a key is judged first)
+    std::string client_ip;    // the caller's address after trusted proxies; empty when unknown
     std::vector<CallParam> params;
     long page = 1;
     long page_size = 100;

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -39,17 +40,26 @@ bool iequals_prefix(const std::string &s, const char *prefix)
     return true;
 }
 
-// The key from X-API-Key, or from "Authorization: Bearer <key>".
-std::string presented_secret(const HttpRequest &request)
+// A JWT in compact form: three base64url parts. querygate keys never contain a dot.
+bool looks_like_jwt(const std::string &token)
 {
-    if (const std::string *key = request.header("x-api-key"))
-        return *key;
+    return std::count(token.begin(), token.end(), '.') == 2;
+}
+
+// The credentials: X-API-Key, or "Authorization: Bearer <key or JWT>". When both headers are
+// present, X-API-Key alone is judged.
+void presented_credentials(const HttpRequest &request, CallRequest &call)
+{
+    if (const std::string *key = request.header("x-api-key")) {
+        call.secret = *key;
+        return;
+    }
     if (const std::string *auth = request.header("authorization"))
         if (iequals_prefix(*auth, "bearer ")) {
             size_t start = auth->find_first_not_of(' ', 7);
-            return start == std::string::npos ? std::string() : auth->substr(start);
+            std::string token = start == std::string::npos ? std::string() : auth->substr(start);
+            (looks_like_jwt(token) ? call.bearer_token : call.secret) = token;
         }
-    return std::string();
 }
 
 // A positive decimal integer within [1, max]; false for anything else.
@@ -248,6 +258,18 @@ std::string RequestHandler::request_id(const HttpRequest &request)
     return buf;
 }
 
+std::string RequestHandler::client_ip(const HttpRequest &request)
+{
+    if (trusted_generation_ != settings::generation) {
+        std::string bad; // entries that do not parse are ignored (they trust nobody)
+        trusted_ = client_address::parse_list(
+            settings::trusted_proxies ? settings::trusted_proxies : "", bad);
+        trusted_generation_ = settings::generation;
+    }
+    return client_address::resolve(request.client_address, request.header("x-forwarded-for"),
+                                   trusted_);
+}
+
 void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse &response)
 {
     std::string id = request_id(request);
@@ -302,13 +324,14 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     }
     CallRequest call;
     call.query = name;
-    call.secret = presented_secret(request);
+    presented_credentials(request, call);
+    call.client_ip = client_ip(request);
     call.request_id = id;
     call.page_size = std::min<long>(settings::default_page_size, settings::max_page_size);
     bool page_given = false, size_given = false;
 
     // Without a key nothing else is looked at: the caller learns no more than 401.
-    if (call.secret.empty()) {
+    if (call.secret.empty() && call.bearer_token.empty()) {
         write_error(response, api_errors::unauthorized(), id);
         return;
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "http_types.hpp"
+#include "client_address.hpp"
 #include "query_runner.hpp"
 
 #include <cstdint>
@@ -22,7 +23,12 @@ class RequestHandler {
     void handle_query(const HttpRequest &request, const std::string &name, HttpResponse &response,
                       const std::string &id);
 
+    // The caller's address, behind querygate.trusted_proxies.
+    std::string client_ip(const HttpRequest &request);
+
     QueryRunner &runner_;
+    std::vector<client_address::Cidr> trusted_;
+    unsigned long trusted_generation_ = 0;
     uint64_t id_state_; // request-id generator (xorshift, seeded from OpenSSL once)
 };
 

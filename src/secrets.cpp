@@ -2,6 +2,7 @@
 // SHA-256: well-kept implementations, never our own.
 #include "secrets.hpp"
 
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
@@ -60,6 +61,14 @@ bool random_bytes(unsigned char *out, std::size_t n)
 void sha256(const void *data, std::size_t len, unsigned char out[sha256_length])
 {
     SHA256(static_cast<const unsigned char *>(data), len, out);
+}
+
+void hmac_sha256(const void *key, std::size_t key_len, const void *data, std::size_t len,
+                 unsigned char out[sha256_length])
+{
+    unsigned int out_len = sha256_length;
+    HMAC(EVP_sha256(), key, static_cast<int>(key_len), static_cast<const unsigned char *>(data), len,
+         out, &out_len);
 }
 
 void to_hex(const unsigned char *data, std::size_t len, char *out)

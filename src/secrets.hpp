@@ -20,6 +20,10 @@ bool random_bytes(unsigned char *out, std::size_t n);
 
 void sha256(const void *data, std::size_t len, unsigned char out[sha256_length]);
 
+// HMAC-SHA-256 of data under key.
+void hmac_sha256(const void *key, std::size_t key_len, const void *data, std::size_t len,
+                 unsigned char out[sha256_length]);
+
 // Lower-case hex of len bytes into out[2 * len + 1].
 void to_hex(const unsigned char *data, std::size_t len, char *out);
 

@@ -17,6 +17,15 @@ int workers = 2;
 int statement_timeout = 5000;
 int max_page_size = 1000;
 int max_body_size = 1024 * 1024;
+bool allow_writes = false;
+char *trusted_proxies = nullptr;
+char *jwt_secret = nullptr;
+char *jwt_issuer = nullptr;
+char *jwt_audience = nullptr;
+char *jwt_policy_claim = nullptr;
+char *jwt_tenant_claim = nullptr;
+char *tenant = nullptr;
+unsigned long generation = 1;
 
 void define()
 {
@@ -42,6 +51,39 @@ void define()
     DefineCustomIntVariable("querygate.max_body_size", "Largest request body accepted.", nullptr,
                             &max_body_size, 1024 * 1024, 1024, 1024 * 1024 * 1024, PGC_SIGHUP,
                             GUC_UNIT_BYTE, nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable("querygate.allow_writes",
+                             "Allows calls that write, for policies granted writes.",
+                             "When off, every call runs in a read-only transaction.", &allow_writes,
+                             false, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "querygate.trusted_proxies",
+        "Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For header is believed.",
+        nullptr, &trusted_proxies, "", PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    // The HS256 key is a secret: only superusers can see or set it.
+    DefineCustomStringVariable("querygate.jwt_secret",
+                               "Key that verifies HS256 bearer tokens (at least 32 bytes).", nullptr,
+                               &jwt_secret, "", PGC_SIGHUP,
+                               GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE, nullptr,
+                               nullptr, nullptr);
+    DefineCustomStringVariable("querygate.jwt_issuer", "Required iss claim of bearer tokens.",
+                               "Empty: iss is not checked.", &jwt_issuer, "", PGC_SIGHUP, 0,
+                               nullptr, nullptr, nullptr);
+    DefineCustomStringVariable("querygate.jwt_audience", "Required aud claim of bearer tokens.",
+                               "Empty: aud is not checked.", &jwt_audience, "", PGC_SIGHUP, 0,
+                               nullptr, nullptr, nullptr);
+    DefineCustomStringVariable("querygate.jwt_policy_claim",
+                               "Bearer-token claim that names the caller's policy.", nullptr,
+                               &jwt_policy_claim, "policy", PGC_SIGHUP, 0, nullptr, nullptr,
+                               nullptr);
+    DefineCustomStringVariable("querygate.jwt_tenant_claim",
+                               "Bearer-token claim that names the caller's tenant.", nullptr,
+                               &jwt_tenant_claim, "tenant", PGC_SIGHUP, 0, nullptr, nullptr,
+                               nullptr);
+    // Set by the worker for each call (transaction-local); superuser-only, so neither a policy's
+    // role nor any other session can claim another tenant.
+    DefineCustomStringVariable("querygate.tenant", "The calling tenant, set for each HTTP call.",
+                               "Read it with current_setting('querygate.tenant', true).", &tenant,
+                               "", PGC_SUSET, GUC_NOT_IN_SAMPLE, nullptr, nullptr, nullptr);
     MarkGUCPrefixReserved("querygate");
 }
 

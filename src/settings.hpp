@@ -11,6 +11,17 @@ extern int workers;            // querygate.workers (restart)
 extern int statement_timeout;  // querygate.statement_timeout, ms, 0 = none (reload)
 extern int max_page_size;      // querygate.max_page_size (reload)
 extern int max_body_size;      // querygate.max_body_size, bytes (reload)
+extern bool allow_writes;      // querygate.allow_writes: the server-wide switch for writes (reload)
+extern char *trusted_proxies;  // querygate.trusted_proxies: CIDRs whose X-Forwarded-For is believed
+extern char *jwt_secret;       // querygate.jwt_secret: HS256 key, superuser-only (reload)
+extern char *jwt_issuer;       // querygate.jwt_issuer (reload)
+extern char *jwt_audience;     // querygate.jwt_audience (reload)
+extern char *jwt_policy_claim; // querygate.jwt_policy_claim: claim naming the policy (reload)
+extern char *jwt_tenant_claim; // querygate.jwt_tenant_claim: claim naming the tenant (reload)
+extern char *tenant;           // querygate.tenant: the calling tenant, set per call by the worker
+
+// Bumped by the worker after every reload, so values derived from settings are rebuilt.
+extern unsigned long generation;
 
 // The page size used when a request names none: 100, or max_page_size if that is smaller.
 constexpr int default_page_size = 100;
