@@ -42,7 +42,7 @@ $qg->sql(q{
 	SELECT querygate.save_query('docs', 'SELECT id, body FROM docs ORDER BY id');
 	SELECT querygate.save_query('whoami', 'SELECT current_user::text AS cu, session_user::text AS su');
 	SELECT querygate.save_query('divide', 'SELECT 100 / :d::int AS q');
-	SELECT querygate.save_query('bad_cast', $$SELECT 'secret-value-xyz'::int AS x$$);
+	SELECT querygate.save_query('bad_cast', $$SELECT ('secret-value-xyz' || :s::text)::int AS x$$);
 	SELECT querygate.save_query('sleep', 'SELECT pg_sleep(:s::float8)::text AS slept, 1 AS done');
 	SELECT querygate.save_query('account', 'SELECT aid, bid, abalance FROM accounts WHERE aid = :aid');
 	SELECT querygate.save_query('pid', 'SELECT pg_backend_pid() AS pid');
@@ -105,7 +105,7 @@ $res = $qg->get('/q/divide?d=0', key => $admin);
 $qg->expect_error($res, 500, 'query_failed', 'division by zero');
 unlike($res->{content} // '', qr/division|zero|22012/i, 'the body does not carry the database\'s message or SQLSTATE');
 ok(poll_until(sub { $node->log_contains('division by zero') }, 10), 'the server log has "division by zero"');
-$res = $qg->get('/q/bad_cast', key => $admin);
+$res = $qg->get('/q/bad_cast?s=1', key => $admin);
 $qg->expect_error($res, 500, 'query_failed', 'a cast error inside the query');
 unlike($res->{content} // '', qr/secret-value-xyz|invalid input/i, 'the body does not echo the failing value');
 $res = $qg->get('/q/divide?d=4', key => $admin);
