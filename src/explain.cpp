@@ -1,12 +1,336 @@
-// querygate.explain(policy, query): placeholder until the analysis lands.
+// querygate.explain(policy, query): what a saved query touches, writes and returns under a policy,
+// each output column's base sources and mask, and whether and why the policy refuses it.
+//
+// It analyzes exactly as an HTTP call does: the saved query's prepared SQL and parameter types, as
+// the policy's run_as role, with the query's stored search_path; and it decides with the same
+// decide() the worker uses. PostgreSQL-style code, except decide_plain(), which runs the plain C++
+// decision without any PostgreSQL call and hands back plain data.
 #include "pg_headers.hpp"
+extern "C" {
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+}
+
+#include "catalog_access.hpp"
+#include "mask_rules.hpp"
+#include "policy_decision.hpp"
+#include "query_analysis.hpp"
+
+#include <cstdio>
+#include <cstring>
 
 extern "C" {
 PG_FUNCTION_INFO_V1(querygate_explain);
 }
 
+namespace {
+
+// The policy and saved query, read from the catalog (plain palloc'd data).
+struct ExplainInputs {
+    Oid run_as;
+    bool has_allowed_tables;
+    int nallowed;
+    Oid *allowed;
+    int write_ops;
+    bool mask_predicates_allowed;
+    int nrules;
+    char **patterns;
+    char **actions;
+    bool granted;
+    char *prepared_sql;
+    int nparams;
+    Oid *param_types;
+    char *search_path;
+};
+
+// The decision as plain data.
+struct PlainDecision {
+    bool failed; // the decision itself failed (message in message)
+    char code[64];
+    char message[1024];
+    masking::Action *actions; // one per output, allocated by the caller
+};
+
+char *required_text(FunctionCallInfo fcinfo, int n, const char *what)
+{
+    if (PG_ARGISNULL(n))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", what)));
+    return text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+// Oids of a oid[]-like array datum (oid[], regtype[]), in the current memory context.
+Oid *oid_array(Datum datum, Oid element_type, int *n)
+{
+    Datum *items;
+    bool *nulls;
+    deconstruct_array(DatumGetArrayTypeP(datum), element_type, sizeof(Oid), true, TYPALIGN_INT,
+                      &items, &nulls, n);
+    Oid *out = static_cast<Oid *>(palloc(sizeof(Oid) * Max(*n, 1)));
+    int kept = 0;
+    for (int i = 0; i < *n; i++)
+        if (!nulls[i])
+            out[kept++] = DatumGetObjectId(items[i]);
+    *n = kept;
+    return out;
+}
+
+int write_op_bit(const char *op)
+{
+    if (std::strcmp(op, "insert") == 0)
+        return WRITE_INSERT;
+    if (std::strcmp(op, "update") == 0)
+        return WRITE_UPDATE;
+    if (std::strcmp(op, "delete") == 0)
+        return WRITE_DELETE;
+    if (std::strcmp(op, "merge") == 0)
+        return WRITE_MERGE;
+    return 0;
+}
+
+// Reads the policy, its mask rules, the saved query and the grant. Inside a catalog session; the
+// results are copied into `into`, which outlives the session.
+void read_inputs(const char *policy, const char *query, MemoryContext into, ExplainInputs *in)
+{
+    const char *policy_arg[1] = {policy};
+    const char *query_arg[1] = {query};
+    const char *both_args[2] = {policy, query};
+    bool isnull;
+
+    if (catalog_exec_texts("SELECT run_as, allowed_tables, write_ops, mask_predicates "
+                           "FROM querygate.policy WHERE name = $1",
+                           1, policy_arg) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("policy \"%s\" does not exist", policy)));
+    MemoryContext spi = MemoryContextSwitchTo(into);
+    {
+        HeapTuple tuple = SPI_tuptable->vals[0];
+        TupleDesc desc = SPI_tuptable->tupdesc;
+        in->run_as = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &isnull));
+        Datum allowed = SPI_getbinval(tuple, desc, 2, &isnull);
+        in->has_allowed_tables = !isnull;
+        in->allowed = isnull ? nullptr : oid_array(allowed, OIDOID, &in->nallowed);
+        Datum ops = SPI_getbinval(tuple, desc, 3, &isnull);
+        if (!isnull) {
+            Datum *items;
+            bool *nulls;
+            int n;
+            deconstruct_array(DatumGetArrayTypeP(ops), TEXTOID, -1, false, TYPALIGN_INT, &items,
+                              &nulls, &n);
+            for (int i = 0; i < n; i++)
+                if (!nulls[i])
+                    in->write_ops |= write_op_bit(TextDatumGetCString(items[i]));
+        }
+        char *mask_predicates = SPI_getvalue(tuple, desc, 4);
+        in->mask_predicates_allowed =
+            mask_predicates != nullptr && std::strcmp(mask_predicates, "allow") == 0;
+    }
+    MemoryContextSwitchTo(spi);
+
+    if (catalog_exec_texts("SELECT prepared_sql, param_types, search_path "
+                           "FROM querygate.saved_query WHERE name = $1",
+                           1, query_arg) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("saved query \"%s\" does not exist", query)));
+    MemoryContextSwitchTo(into);
+    {
+        HeapTuple tuple = SPI_tuptable->vals[0];
+        TupleDesc desc = SPI_tuptable->tupdesc;
+        in->prepared_sql = SPI_getvalue(tuple, desc, 1);
+        Datum types = SPI_getbinval(tuple, desc, 2, &isnull);
+        in->param_types = isnull ? static_cast<Oid *>(palloc0(sizeof(Oid)))
+                                 : oid_array(types, REGTYPEOID, &in->nparams);
+        in->search_path = SPI_getvalue(tuple, desc, 3);
+        if (in->search_path == nullptr)
+            in->search_path = pstrdup("");
+    }
+    MemoryContextSwitchTo(spi);
+
+    uint64 nrules = catalog_exec_texts("SELECT pattern, action FROM querygate.mask_rule "
+                                       "WHERE policy = $1 ORDER BY pattern",
+                                       1, policy_arg);
+    MemoryContextSwitchTo(into);
+    in->nrules = static_cast<int>(nrules);
+    in->patterns = static_cast<char **>(palloc0(sizeof(char *) * Max(in->nrules, 1)));
+    in->actions = static_cast<char **>(palloc0(sizeof(char *) * Max(in->nrules, 1)));
+    for (int i = 0; i < in->nrules; i++) {
+        in->patterns[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+        in->actions[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+    }
+    MemoryContextSwitchTo(spi);
+
+    in->granted = catalog_exec_texts("SELECT 1 FROM querygate.query_grant "
+                                     "WHERE policy = $1 AND query = $2",
+                                     2, both_args) > 0;
+}
+
+void copy_text(char *to, size_t size, const std::string &from)
+{
+    std::snprintf(to, size, "%s", from.c_str());
+}
+
+// The worker's decision, as plain data. No PostgreSQL call in here, and no exception out of it.
+void decide_plain(const QueryAnalysis *analysis, const ExplainInputs *in, PlainDecision *out) noexcept
+{
+    try {
+        PolicyRules rules;
+        rules.has_allowed_tables = in->has_allowed_tables;
+        rules.allowed_tables.assign(in->allowed, in->allowed + (in->allowed ? in->nallowed : 0));
+        rules.write_ops = in->write_ops;
+        rules.mask_predicates_allowed = in->mask_predicates_allowed;
+        for (int i = 0; i < in->nrules; i++) {
+            masking::Rule rule;
+            std::string error;
+            if (!in->patterns[i] || !in->actions[i] ||
+                !masking::parse_pattern(in->patterns[i], rule.pattern, error) ||
+                !masking::parse_action(in->actions[i], rule.action)) {
+                out->failed = true;
+                copy_text(out->message, sizeof(out->message),
+                          std::string("the policy holds an invalid mask rule \"") +
+                              (in->patterns[i] ? in->patterns[i] : "") + "\"");
+                return;
+            }
+            rules.masks.push_back(std::move(rule));
+        }
+        PolicyDecision decision = decide(*analysis, rules);
+        copy_text(out->code, sizeof(out->code), decision.refusal_code);
+        copy_text(out->message, sizeof(out->message), decision.refusal_message);
+        for (int i = 0; i < analysis->noutputs; i++)
+            out->actions[i] = i < static_cast<int>(decision.column_actions.size())
+                                  ? decision.column_actions[i]
+                                  : masking::Action::none;
+    } catch (const std::exception &e) {
+        out->failed = true;
+        copy_text(out->message, sizeof(out->message), e.what());
+    } catch (...) {
+        out->failed = true;
+        copy_text(out->message, sizeof(out->message), "the policy decision failed");
+    }
+}
+
+void append_json_string(StringInfo buf, const char *s)
+{
+    if (s == nullptr)
+        appendStringInfoString(buf, "null");
+    else
+        escape_json(buf, s);
+}
+
+void append_column_name(StringInfo buf, const SourceColumn *c)
+{
+    char *text = psprintf("%s.%s.%s", c->schema, c->table, c->column);
+    escape_json(buf, text);
+    pfree(text);
+}
+
+} // namespace
+
 Datum querygate_explain(PG_FUNCTION_ARGS)
 {
-    ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("explain is not implemented yet")));
-    PG_RETURN_NULL();
+    require_admin();
+    char *policy = required_text(fcinfo, 0, "the policy name");
+    char *query = required_text(fcinfo, 1, "the query name");
+
+    ExplainInputs in;
+    memset(&in, 0, sizeof(in));
+    MemoryContext caller = CurrentMemoryContext;
+    CatalogSession session;
+    catalog_session_begin(&session);
+    read_inputs(policy, query, caller, &in);
+    catalog_session_end(&session);
+
+    char *run_as = GetUserNameFromId(in.run_as, true);
+    if (run_as == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("the run_as role of policy \"%s\" no longer exists", policy)));
+
+    // As the call would: the policy's role, the query's search_path.
+    QueryAnalysis analysis;
+    QueryContext context;
+    query_context_begin(&context, in.run_as, in.search_path);
+    analyze_query(in.prepared_sql, in.nparams, in.param_types, &analysis);
+    query_context_end(&context);
+
+    PlainDecision decision;
+    memset(&decision, 0, sizeof(decision));
+    decision.actions = static_cast<masking::Action *>(
+        palloc0(sizeof(masking::Action) * Max(analysis.noutputs, 1)));
+    decide_plain(&analysis, &in, &decision);
+    if (decision.failed)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", decision.message)));
+
+    StringInfoData buf;
+    initStringInfo(&buf);
+    appendStringInfoString(&buf, "{\"query\": ");
+    escape_json(&buf, query);
+    appendStringInfoString(&buf, ", \"policy\": ");
+    escape_json(&buf, policy);
+    appendStringInfoString(&buf, ", \"run_as\": ");
+    escape_json(&buf, run_as);
+    appendStringInfo(&buf, ", \"granted\": %s", in.granted ? "true" : "false");
+
+    appendStringInfoString(&buf, ", \"tables\": [");
+    for (int i = 0; i < analysis.nrelations; i++) {
+        if (i > 0)
+            appendStringInfoString(&buf, ", ");
+        char *name = psprintf("%s.%s", analysis.relations[i].schema, analysis.relations[i].name);
+        escape_json(&buf, name);
+    }
+    appendStringInfoString(&buf, "], \"writes\": [");
+    const char *op_names[] = {"insert", "update", "delete", "merge"};
+    const int op_bits[] = {WRITE_INSERT, WRITE_UPDATE, WRITE_DELETE, WRITE_MERGE};
+    bool first = true;
+    for (int i = 0; i < 4; i++)
+        if (analysis.write_ops & op_bits[i]) {
+            appendStringInfo(&buf, "%s\"%s\"", first ? "" : ", ", op_names[i]);
+            first = false;
+        }
+    appendStringInfo(&buf, "], \"returns_rows\": %s", analysis.returns_rows ? "true" : "false");
+
+    appendStringInfoString(&buf, ", \"columns\": [");
+    for (int i = 0; i < analysis.noutputs; i++) {
+        const OutputLineage *out = &analysis.outputs[i];
+        appendStringInfoString(&buf, i > 0 ? ", {\"name\": " : "{\"name\": ");
+        escape_json(&buf, out->name);
+        appendStringInfoString(&buf, ", \"sources\": [");
+        for (int s = 0; s < out->nsources; s++) {
+            if (s > 0)
+                appendStringInfoString(&buf, ", ");
+            append_column_name(&buf, &out->sources[s]);
+        }
+        appendStringInfoString(&buf, "], \"mask\": ");
+        append_json_string(&buf, decision.actions[i] == masking::Action::none
+                                     ? nullptr
+                                     : masking::action_name(decision.actions[i]));
+        appendStringInfoString(&buf, ", \"unresolvable\": ");
+        append_json_string(&buf, out->unresolvable);
+        appendStringInfoChar(&buf, '}');
+    }
+    appendStringInfoString(&buf, "], \"predicates\": [");
+    for (int i = 0; i < analysis.npredicates; i++) {
+        if (i > 0)
+            appendStringInfoString(&buf, ", ");
+        append_column_name(&buf, &analysis.predicates[i]);
+    }
+    appendStringInfoString(&buf, "], \"predicate_unresolvable\": ");
+    append_json_string(&buf, analysis.predicate_unresolvable);
+
+    appendStringInfoString(&buf, ", \"refused\": ");
+    if (decision.code[0] == '\0') {
+        appendStringInfoString(&buf, "null");
+    } else {
+        appendStringInfoString(&buf, "{\"code\": ");
+        escape_json(&buf, decision.code);
+        appendStringInfoString(&buf, ", \"reason\": ");
+        escape_json(&buf, decision.message);
+        appendStringInfoChar(&buf, '}');
+    }
+    appendStringInfoChar(&buf, '}');
+
+    PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
 }

@@ -122,8 +122,8 @@ struct ColumnRef {
 };
 
 struct VisitKey {
-    Query *query;
-    AttrNumber attno;
+    const void *node; // a Query, or a join's RangeTblEntry
+    int index;        // its output column, or the join's merged column
 };
 
 // The base columns found for one output column (or for all predicates), deduplicated, with the
@@ -155,11 +155,11 @@ void add_column(ColumnSet *set, Oid relid, AttrNumber attnum)
     set->n++;
 }
 
-// True the first time (query, attno) is seen in this set.
-bool first_visit(ColumnSet *set, Query *query, AttrNumber attno)
+// True the first time (node, index) is seen in this set.
+bool first_visit(ColumnSet *set, const void *node, int index)
 {
     for (int i = 0; i < set->nvisited; i++)
-        if (set->visited[i].query == query && set->visited[i].attno == attno)
+        if (set->visited[i].node == node && set->visited[i].index == index)
             return false;
     if (set->nvisited == set->visited_capacity) {
         set->visited_capacity = set->visited_capacity ? set->visited_capacity * 2 : 8;
@@ -167,8 +167,8 @@ bool first_visit(ColumnSet *set, Query *query, AttrNumber attno)
             set->visited ? repalloc(set->visited, sizeof(VisitKey) * set->visited_capacity)
                          : palloc(sizeof(VisitKey) * set->visited_capacity));
     }
-    set->visited[set->nvisited].query = query;
-    set->visited[set->nvisited].attno = attno;
+    set->visited[set->nvisited].node = node;
+    set->visited[set->nvisited].index = index;
     set->nvisited++;
     return true;
 }
@@ -279,6 +279,49 @@ JoinExpr *find_join(Node *node, int rtindex)
     return nullptr;
 }
 
+// Merged column attno of a USING join: the column of both inputs, whichever side's value the
+// join returns (once per set).
+void trace_merged_inputs(Level *level, int rtindex, RangeTblEntry *rte, AttrNumber attno,
+                         ColumnSet *set)
+{
+    if (!first_visit(set, rte, attno))
+        return;
+    JoinExpr *join = find_join(reinterpret_cast<Node *>(level->query->jointree), rtindex);
+    if (join == nullptr) {
+        mark_unresolvable(set, "a join whose inputs cannot be found");
+        return;
+    }
+    int left = jointree_rtindex(join->larg), right = jointree_rtindex(join->rarg);
+    if (left > 0 && attno <= list_length(rte->joinleftcols))
+        trace_rte_column(level, left, list_nth_int(rte->joinleftcols, attno - 1), set);
+    if (right > 0 && attno <= list_length(rte->joinrightcols))
+        trace_rte_column(level, right, list_nth_int(rte->joinrightcols, attno - 1), set);
+}
+
+// The parser resolves a merged USING column of an inner, left or right join to the Var of one
+// input, leaving no mark of the join; yet its value stands for both inputs' columns. So a Var that
+// is the expansion of a join's merged column also derives from the other input's column.
+void trace_merged_partners(Level *level, Var *var, ColumnSet *set)
+{
+    int rtindex = 0;
+    ListCell *lc;
+    foreach (lc, level->query->rtable) {
+        rtindex++;
+        RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+        if (rte->rtekind != RTE_JOIN || rte->joinmergedcols == 0)
+            continue;
+        for (int k = 0; k < rte->joinmergedcols && k < list_length(rte->joinaliasvars); k++) {
+            Node *alias = strip_implicit_coercions(static_cast<Node *>(list_nth(rte->joinaliasvars, k)));
+            if (alias != nullptr && IsA(alias, Var)) {
+                Var *merged = reinterpret_cast<Var *>(alias);
+                if (merged->varlevelsup == 0 && merged->varno == var->varno &&
+                    merged->varattno == var->varattno)
+                    trace_merged_inputs(level, rtindex, rte, k + 1, set);
+            }
+        }
+    }
+}
+
 // Column attno (> 0) of a join RTE: its alias expansion, and for a merged (USING) column, the
 // column of both inputs, whichever side's value the join returns.
 void trace_join_column(Level *level, int rtindex, RangeTblEntry *rte, AttrNumber attno,
@@ -289,18 +332,8 @@ void trace_join_column(Level *level, int rtindex, RangeTblEntry *rte, AttrNumber
     Node *alias = static_cast<Node *>(list_nth(rte->joinaliasvars, attno - 1));
     if (alias != nullptr)
         trace_expr(alias, level, set);
-    if (attno <= rte->joinmergedcols) {
-        JoinExpr *join = find_join(reinterpret_cast<Node *>(level->query->jointree), rtindex);
-        if (join == nullptr) {
-            mark_unresolvable(set, "a join whose inputs cannot be found");
-            return;
-        }
-        int left = jointree_rtindex(join->larg), right = jointree_rtindex(join->rarg);
-        if (left > 0 && attno <= list_length(rte->joinleftcols))
-            trace_rte_column(level, left, list_nth_int(rte->joinleftcols, attno - 1), set);
-        if (right > 0 && attno <= list_length(rte->joinrightcols))
-            trace_rte_column(level, right, list_nth_int(rte->joinrightcols, attno - 1), set);
-    }
+    if (attno <= rte->joinmergedcols)
+        trace_merged_inputs(level, rtindex, rte, attno, set);
 }
 
 // Built-in set-returning functions whose rows derive from their arguments only: a function in FROM
@@ -499,10 +532,13 @@ bool trace_walker(Node *node, TraceContext *context)
         Level *level = context->level;
         for (Index i = 0; i < var->varlevelsup && level != nullptr; i++)
             level = level->parent;
-        if (level == nullptr)
+        if (level == nullptr) {
             mark_unresolvable(context->set, "a reference the analysis cannot follow");
-        else
-            trace_rte_column(level, var->varno, var->varattno, context->set);
+            return false;
+        }
+        trace_rte_column(level, var->varno, var->varattno, context->set);
+        if (var->varattno > 0)
+            trace_merged_partners(level, var, context->set);
         return false;
     }
     if (IsA(node, SubLink)) {
