@@ -34,14 +34,6 @@ PG_FUNCTION_INFO_V1(querygate_random_bytes);
 
 namespace {
 
-// The text argument n, which must not be NULL.
-char *required_text(FunctionCallInfo fcinfo, int n, const char *what)
-{
-    if (PG_ARGISNULL(n))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", what)));
-    return text_to_cstring(PG_GETARG_TEXT_PP(n));
-}
-
 uint64 exec1(const char *sql, const char *arg)
 {
     const char *args[1] = {arg};
@@ -75,9 +67,9 @@ Datum oid_array(Oid *items, int n, Oid element_type)
 Datum querygate_save_query(PG_FUNCTION_ARGS)
 {
     require_admin();
-    char *name = required_text(fcinfo, 0, "the query name");
+    char *name = sql_text_arg(fcinfo, 0, "the query name");
     check_object_name("query", name);
-    char *sql = required_text(fcinfo, 1, "the query's SQL");
+    char *sql = sql_text_arg(fcinfo, 1, "the query's SQL");
 
     AnalyzedQuery analyzed;
     analyze_saved_query(sql, &analyzed);
@@ -135,7 +127,7 @@ Datum querygate_save_query(PG_FUNCTION_ARGS)
 Datum querygate_drop_query(PG_FUNCTION_ARGS)
 {
     require_admin();
-    char *name = required_text(fcinfo, 0, "the query name");
+    char *name = sql_text_arg(fcinfo, 0, "the query name");
     CatalogSession session;
     catalog_session_begin(&session);
     if (exec1("DELETE FROM querygate.saved_query WHERE name = $1", name) == 0)
@@ -148,7 +140,7 @@ Datum querygate_drop_query(PG_FUNCTION_ARGS)
 Datum querygate_create_policy(PG_FUNCTION_ARGS)
 {
     require_admin();
-    char *name = required_text(fcinfo, 0, "the policy name");
+    char *name = sql_text_arg(fcinfo, 0, "the policy name");
     check_object_name("policy", name);
     Oid run_as = PG_ARGISNULL(1) ? GetUserId() : PG_GETARG_OID(1);
     // The same rule as SET ROLE: nobody hands out more than they could use themselves.
@@ -180,7 +172,7 @@ Datum querygate_create_policy(PG_FUNCTION_ARGS)
 Datum querygate_drop_policy(PG_FUNCTION_ARGS)
 {
     require_admin();
-    char *name = required_text(fcinfo, 0, "the policy name");
+    char *name = sql_text_arg(fcinfo, 0, "the policy name");
     bool cascade = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
     CatalogSession session;
     catalog_session_begin(&session);
@@ -202,43 +194,45 @@ Datum querygate_drop_policy(PG_FUNCTION_ARGS)
     PG_RETURN_VOID();
 }
 
-Datum querygate_grant_query(PG_FUNCTION_ARGS)
+// grant_query and revoke_query: the same checks, then one statement on the grant.
+void change_grant(FunctionCallInfo fcinfo, bool grant)
 {
     require_admin();
-    char *policy = required_text(fcinfo, 0, "the policy name");
-    char *query = required_text(fcinfo, 1, "the query name");
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
+    char *query = sql_text_arg(fcinfo, 1, "the query name");
     CatalogSession session;
     catalog_session_begin(&session);
     catalog_require_policy(policy);
     catalog_require_query(query);
-    check_allowed_tables(policy, query);
-    exec2("INSERT INTO querygate.query_grant (policy, query) VALUES ($1, $2) "
-          "ON CONFLICT DO NOTHING",
-          policy, query);
+    if (grant) {
+        check_allowed_tables(policy, query);
+        exec2("INSERT INTO querygate.query_grant (policy, query) VALUES ($1, $2) "
+              "ON CONFLICT DO NOTHING",
+              policy, query);
+    } else {
+        exec2("DELETE FROM querygate.query_grant WHERE policy = $1 AND query = $2", policy, query);
+    }
     catalog_session_end(&session);
+}
+
+Datum querygate_grant_query(PG_FUNCTION_ARGS)
+{
+    change_grant(fcinfo, true);
     PG_RETURN_VOID();
 }
 
 Datum querygate_revoke_query(PG_FUNCTION_ARGS)
 {
-    require_admin();
-    char *policy = required_text(fcinfo, 0, "the policy name");
-    char *query = required_text(fcinfo, 1, "the query name");
-    CatalogSession session;
-    catalog_session_begin(&session);
-    catalog_require_policy(policy);
-    catalog_require_query(query);
-    exec2("DELETE FROM querygate.query_grant WHERE policy = $1 AND query = $2", policy, query);
-    catalog_session_end(&session);
+    change_grant(fcinfo, false);
     PG_RETURN_VOID();
 }
 
 Datum querygate_create_key(PG_FUNCTION_ARGS)
 {
     require_admin();
-    char *name = required_text(fcinfo, 0, "the key name");
+    char *name = sql_text_arg(fcinfo, 0, "the key name");
     check_object_name("key", name);
-    char *policy = required_text(fcinfo, 1, "the policy name");
+    char *policy = sql_text_arg(fcinfo, 1, "the policy name");
     bool has_expiry = !PG_ARGISNULL(2);
     if (has_expiry && PG_GETARG_TIMESTAMPTZ(2) <= GetCurrentTimestamp())
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -279,7 +273,7 @@ Datum querygate_create_key(PG_FUNCTION_ARGS)
 Datum querygate_revoke_key(PG_FUNCTION_ARGS)
 {
     require_admin();
-    char *name = required_text(fcinfo, 0, "the key name");
+    char *name = sql_text_arg(fcinfo, 0, "the key name");
     CatalogSession session;
     catalog_session_begin(&session);
     if (exec1("UPDATE querygate.api_key SET revoked_at = now() "

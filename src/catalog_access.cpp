@@ -90,6 +90,13 @@ void catalog_require_query(const char *query)
                         errmsg("saved query \"%s\" does not exist", query)));
 }
 
+char *sql_text_arg(FunctionCallInfo fcinfo, int n, const char *what)
+{
+    if (PG_ARGISNULL(n))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", what)));
+    return text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
 void check_object_name(const char *kind, const char *name)
 {
     size_t len = std::strlen(name);

@@ -34,6 +34,10 @@ uint64 catalog_exec_texts(const char *sql, int nargs, const char *const *args);
 void catalog_require_policy(const char *policy);
 void catalog_require_query(const char *query);
 
+// The text argument n of a SQL-callable function; ERROR 22004 when it is NULL ("<what> must not be
+// null").
+char *sql_text_arg(FunctionCallInfo fcinfo, int n, const char *what);
+
 // ERROR 22023 unless name is 1-63 characters of [A-Za-z0-9_.-] starting with a letter or digit.
 void check_object_name(const char *kind, const char *name);
 

@@ -36,13 +36,6 @@ PG_FUNCTION_INFO_V1(querygate_isolate_tenant);
 
 namespace {
 
-char *arg_text(FunctionCallInfo fcinfo, int n, const char *what)
-{
-    if (PG_ARGISNULL(n))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", what)));
-    return text_to_cstring(PG_GETARG_TEXT_PP(n));
-}
-
 // Pure C++ validators, wrapped so that no C++ object outlives the call: each returns nullptr or a
 // palloc'd problem.
 char *normalise_pattern(const char *text, char **normalised)
@@ -166,7 +159,7 @@ void check_allowed_tables(const char *policy, const char *query)
 Datum querygate_allow_tables(PG_FUNCTION_ARGS)
 {
     require_admin();
-    char *policy = arg_text(fcinfo, 0, "the policy name");
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
     Oid types[2] = {TEXTOID, OIDARRAYOID};
     Datum values[2] = {CStringGetTextDatum(policy), (Datum)0};
     bool nulls[2] = {false, PG_ARGISNULL(1)};
@@ -191,9 +184,9 @@ Datum querygate_allow_tables(PG_FUNCTION_ARGS)
 Datum querygate_mask(PG_FUNCTION_ARGS)
 {
     require_admin();
-    char *policy = arg_text(fcinfo, 0, "the policy name");
-    char *pattern = arg_text(fcinfo, 1, "the column pattern");
-    char *action = arg_text(fcinfo, 2, "the action");
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
+    char *pattern = sql_text_arg(fcinfo, 1, "the column pattern");
+    char *action = sql_text_arg(fcinfo, 2, "the action");
     char *normalised = nullptr;
     const char *action_name = nullptr;
     char *problem = normalise_pattern(pattern, &normalised);
@@ -217,8 +210,8 @@ Datum querygate_mask(PG_FUNCTION_ARGS)
 Datum querygate_unmask(PG_FUNCTION_ARGS)
 {
     require_admin();
-    char *policy = arg_text(fcinfo, 0, "the policy name");
-    char *pattern = arg_text(fcinfo, 1, "the column pattern");
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
+    char *pattern = sql_text_arg(fcinfo, 1, "the column pattern");
     char *normalised = nullptr;
     if (char *problem = normalise_pattern(pattern, &normalised))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -238,7 +231,7 @@ Datum querygate_unmask(PG_FUNCTION_ARGS)
 Datum querygate_grant_writes(PG_FUNCTION_ARGS)
 {
     require_admin();
-    char *policy = arg_text(fcinfo, 0, "the policy name");
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
     StringInfoData ops;
     initStringInfo(&ops);
     if (!PG_ARGISNULL(1)) {
@@ -283,7 +276,7 @@ Datum querygate_grant_writes(PG_FUNCTION_ARGS)
 Datum querygate_set_policy(PG_FUNCTION_ARGS)
 {
     require_admin();
-    char *policy = arg_text(fcinfo, 0, "the policy name");
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
     CatalogSession session;
     catalog_session_begin(&session);
     catalog_require_policy(policy);

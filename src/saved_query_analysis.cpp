@@ -104,8 +104,8 @@ void rewrite_placeholders(const char *sql, AnalyzedQuery *out)
     out->prepared_sql = buf.data;
 }
 
-// Positions of errors in the analyzed text are reported against it (as SPI does), not against the
-// SQL statement that called save_query.
+} // namespace
+
 void analysis_error_callback(void *arg)
 {
     const char *text = static_cast<const char *>(arg);
@@ -116,8 +116,6 @@ void analysis_error_callback(void *arg)
         internalerrquery(text);
     }
 }
-
-} // namespace
 
 bool is_reserved_param_name(const char *name)
 {

@@ -15,5 +15,9 @@ struct AnalyzedQuery {
 // Parses and analyzes sql in the caller's session (its search_path, its visible objects).
 void analyze_saved_query(const char *sql, AnalyzedQuery *out);
 
+// An error context callback (arg: the analyzed SQL text) that reports an error's position against
+// that text, as SPI does, instead of against the SQL statement that called the analysis.
+void analysis_error_callback(void *arg);
+
 // True for a name reserved by the HTTP API (page, page_size, format).
 bool is_reserved_param_name(const char *name);
