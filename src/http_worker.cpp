@@ -65,6 +65,10 @@ void serve()
         for (int i = 0; i < n; i++)
             if (fired[i].events & WL_LATCH_SET)
                 ResetLatch(MyLatch);
+        // A cancel (pg_cancel_backend, or a statement timeout that fired just as a call ended) has
+        // nothing to cancel between calls; left pending, it would raise an error here, which a
+        // background worker turns into FATAL.
+        QueryCancelPending = false;
         CHECK_FOR_INTERRUPTS();
         if (ConfigReloadPending) {
             ConfigReloadPending = false;
