@@ -18,6 +18,7 @@
 //
 // PostgreSQL-style code: palloc'd plain data only, so ereport may jump out of any of it.
 #include "query_analysis.hpp"
+#include "saved_query_analysis.hpp"
 
 extern "C" {
 #include "access/relation.h"
@@ -708,19 +709,6 @@ SourceColumn *named_columns(const ColumnSet *set)
         out[i].column = column ? column : psprintf("#%d", set->cols[i].attnum);
     }
     return out;
-}
-
-// Positions of errors in the analyzed text are reported against it, not against the statement
-// that called the analysis.
-void analysis_error_callback(void *arg)
-{
-    const char *text = static_cast<const char *>(arg);
-    int pos = geterrposition();
-    if (pos > 0) {
-        errposition(0);
-        internalerrposition(pos);
-        internalerrquery(text);
-    }
 }
 
 } // namespace
