@@ -18,14 +18,25 @@ SELECT has_schema('querygate');
 SELECT has_role('querygate_admin');
 SELECT has_table('querygate', t, 'catalog table querygate.' || t)
   FROM unnest(ARRAY['saved_query', 'policy', 'query_grant', 'api_key']) AS t;
-SELECT function_returns('querygate', 'save_query', ARRAY['text', 'text', 'text'], 'void');
-SELECT function_returns('querygate', 'drop_query', ARRAY['text'], 'void');
-SELECT function_returns('querygate', 'create_policy', ARRAY['text', 'regrole'], 'void');
-SELECT function_returns('querygate', 'drop_policy', ARRAY['text', 'boolean'], 'void');
-SELECT function_returns('querygate', 'grant_query', ARRAY['text', 'text'], 'void');
-SELECT function_returns('querygate', 'revoke_query', ARRAY['text', 'text'], 'void');
-SELECT function_returns('querygate', 'create_key', ARRAY['text', 'text', 'timestamp with time zone'], 'text');
-SELECT function_returns('querygate', 'revoke_key', ARRAY['text'], 'void');
+-- The contract's functions: leading arguments (names and types) as in the contract, the same
+-- number of required arguments (anything added later must have a default), the return type.
+SELECT is((SELECT string_agg(d, ' | ')
+             FROM (SELECT format('%s(%s) returns %s; %s required', p.proname,
+                                 (SELECT string_agg(p.proargnames[i] || ' ' || format_type(p.proargtypes[i - 1], NULL), ', ' ORDER BY i)
+                                    FROM generate_series(1, least(e.nargs, p.pronargs)) AS i),
+                                 format_type(p.prorettype, NULL), p.pronargs - p.pronargdefaults) AS d
+                     FROM pg_proc p
+                    WHERE p.pronamespace = 'querygate'::regnamespace AND p.proname = e.name) AS x),
+          e.expected, 'signature of querygate.' || e.name)
+  FROM (VALUES
+    ('save_query', 3, 'save_query(name text, sql text, description text) returns void; 2 required'),
+    ('drop_query', 1, 'drop_query(name text) returns void; 1 required'),
+    ('create_policy', 2, 'create_policy(name text, run_as regrole) returns void; 1 required'),
+    ('drop_policy', 2, 'drop_policy(name text, cascade boolean) returns void; 1 required'),
+    ('grant_query', 2, 'grant_query(policy text, query text) returns void; 2 required'),
+    ('revoke_query', 2, 'revoke_query(policy text, query text) returns void; 2 required'),
+    ('create_key', 3, 'create_key(name text, policy text, expires_at timestamp with time zone) returns text; 2 required'),
+    ('revoke_key', 1, 'revoke_key(name text) returns void; 1 required')) AS e(name, nargs, expected);
 
 -- Defaults: the optional arguments can be left out.
 SELECT lives_ok($$SELECT querygate.save_query('q1', 'SELECT 1 AS one')$$, 'save_query without description');

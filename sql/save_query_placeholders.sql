@@ -35,7 +35,7 @@ BEGIN
     RETURN ok(false, descr) || E'\n' || diag('      caught: ' || got || E'\n      wanted: one of ' || array_to_string(codes, ', '));
 END $$;
 
-SELECT plan(64);
+SELECT plan(65);
 
 -- Placeholders are found and their types inferred.
 SELECT lives_ok($$SELECT querygate.save_query('cast', 'SELECT :a::int AS a')$$, ':a::int (placeholder then cast)');
@@ -101,6 +101,7 @@ SELECT is((SELECT params FROM querygate.queries q WHERE q.name = e.name), e.para
     ('cast', '[{"name": "a", "type": "integer"}]'),
     ('ctx', '[{"name": "x", "type": "integer"}]'),
     ('twice', '[{"name": "a", "type": "integer"}]'),
+    ('under', '[{"name": "_a1", "type": "text"}, {"name": "B_2", "type": "integer"}]'),
     ('keywords', '[{"name": "real", "type": "integer"}, {"name": "limit", "type": "integer"}, {"name": "user", "type": "text"}]'),
     ('noparen', '[{"name": "x", "type": "integer"}, {"name": "l", "type": "text"}]'),
     ('in_string', '[]'), ('in_estring', '[]'), ('in_line_comment', '[]'), ('in_block_comment', '[]'),
