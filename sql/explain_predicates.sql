@@ -1,10 +1,10 @@
 -- Inference through predicates, as querygate.explain shows it: a masked column used in WHERE, JOIN
--- ON or USING, GROUP BY, HAVING, ORDER BY (with LIMIT), DISTINCT ON or a window's PARTITION BY or
--- ORDER BY, at any level of the rewritten query (subqueries, CTEs, sublinks, LATERAL, set operation
--- arms, views, the WHERE of a write), lets a caller learn it, so the policy refuses the query with
--- mask_predicate, unless set_policy(..., mask_predicates => 'allow'). A predicate column whose
--- sources cannot be known counts as masked. Row-level security quals are the database's own and do
--- not count.
+-- ON or USING, GROUP BY, HAVING, ORDER BY (with LIMIT), DISTINCT ON, a window's PARTITION BY or
+-- ORDER BY, or a LIMIT computed from it, at any level of the rewritten query (subqueries, CTEs,
+-- sublinks, LATERAL, set operation arms, views, the WHERE of a write), lets a caller learn it, so
+-- the policy refuses the query with mask_predicate, unless set_policy(..., mask_predicates =>
+-- 'allow'). A predicate column whose sources cannot be known counts as masked. Row-level security
+-- quals are the database's own and do not count.
 \set ECHO none
 \set QUIET 1
 \pset format unaligned
@@ -16,7 +16,7 @@ SET client_min_messages = error;
 
 BEGIN;
 CREATE EXTENSION querygate;
-SELECT plan(41);
+SELECT plan(42);
 
 CREATE ROLE qa_reader NOLOGIN;
 CREATE TABLE users (id int PRIMARY KEY, email text, name text, salary int);
@@ -71,6 +71,8 @@ SELECT is(pg_temp.refusal('SELECT name FROM users ORDER BY email LIMIT 1'), 'mas
 SELECT is(pg_temp.refusal('SELECT lower(email) AS e FROM users ORDER BY e DESC LIMIT 1'), 'mask_predicate',
           'ORDER BY a masked output''s alias');
 SELECT is(pg_temp.refusal('SELECT DISTINCT ON (email) name FROM users'), 'mask_predicate', 'DISTINCT ON');
+SELECT is(pg_temp.refusal('SELECT name FROM users ORDER BY id LIMIT (SELECT length(email) FROM users WHERE id = 1)'),
+          'mask_predicate', 'a LIMIT computed from a masked column');
 SELECT is(pg_temp.refusal('SELECT rank() OVER (PARTITION BY email ORDER BY id) FROM users'), 'mask_predicate',
           'window PARTITION BY');
 SELECT is(pg_temp.refusal('SELECT row_number() OVER (ORDER BY email) FROM users'), 'mask_predicate', 'window ORDER BY');

@@ -573,8 +573,8 @@ void trace_expr(Node *expr, Level *level, ColumnSet *set)
 
 // ------------------------------------------------------------------ predicates
 
-// The columns of WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, DISTINCT ON and window PARTITION BY /
-// ORDER BY of one query, then of every query below it (subqueries in FROM, CTEs, sublinks).
+// The columns of WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, DISTINCT ON, window PARTITION BY /
+// ORDER BY and LIMIT / OFFSET of one query, then of every query below it (subqueries in FROM, CTEs, sublinks).
 // Row-level security quals and WITH CHECK options are the database's own and are not walked.
 void collect_predicates(Query *query, Level *parent, ColumnSet *set);
 
@@ -628,6 +628,9 @@ void collect_predicates(Query *query, Level *parent, ColumnSet *set)
 
     trace_jointree_quals(reinterpret_cast<Node *>(query->jointree), &level, set);
     trace_expr(query->havingQual, &level, set);
+    // A row count computed from a column tells as much as a filter on it.
+    trace_expr(query->limitCount, &level, set);
+    trace_expr(query->limitOffset, &level, set);
     trace_sort_group(query->groupClause, query->targetList, &level, set);
     trace_sort_group(query->sortClause, query->targetList, &level, set);
     if (query->hasDistinctOn)
