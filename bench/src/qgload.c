@@ -32,6 +32,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,6 +111,7 @@ enum { C_CONNECTING, C_IDLE, C_BUSY };
 
 typedef struct {
 	int fd, state;
+	int want_out;               /* EPOLLOUT registered: only after a short write */
 	int64_t due, sent;          /* when the request was due, and when it went out */
 	int measured;               /* due after the warm-up, so counted */
 	char w[WBUF]; size_t wlen, woff;
@@ -153,6 +155,7 @@ static void conn_open(worker *w, conn *c) {
 	c->rlen = 0; c->wlen = c->woff = 0;
 	if (connect(c->fd, (struct sockaddr *)&a, sizeof a) < 0 && errno != EINPROGRESS) die("connect failed");
 	c->state = C_CONNECTING;
+	c->want_out = 1;
 	struct epoll_event ev = {.events = EPOLLOUT | EPOLLIN, .data.ptr = c};
 	epoll_ctl(w->ep, EPOLL_CTL_ADD, c->fd, &ev);
 }
@@ -172,12 +175,15 @@ static void do_write(worker *w, conn *c) {
 	while (c->woff < c->wlen) {
 		ssize_t k = write(c->fd, c->w + c->woff, c->wlen - c->woff);
 		if (k < 0) {
-			if (errno == EAGAIN) { want(w, c, EPOLLIN | EPOLLOUT); return; }
+			if (errno == EAGAIN) {
+				if (!c->want_out) { want(w, c, EPOLLIN | EPOLLOUT); c->want_out = 1; }
+				return;
+			}
 			return; /* the read side will see the error */
 		}
 		c->woff += (size_t)k;
 	}
-	want(w, c, EPOLLIN);
+	if (c->want_out) { want(w, c, EPOLLIN); c->want_out = 0; }
 }
 
 static void send_req(worker *w, conn *c, int64_t due, int measured) {
@@ -320,6 +326,7 @@ static void on_readable(worker *w, conn *c) {
 
 static void *run_worker(void *arg) {
 	worker *w = arg;
+	prctl(PR_SET_TIMERSLACK, 1UL); /* wake at the due time, not up to 50 µs later */
 	w->ep = epoll_create1(0);
 	w->c = calloc((size_t)w->nc, sizeof(conn));
 	for (int i = 0; i < w->nc; i++) conn_open(w, &w->c[i]);
@@ -334,7 +341,7 @@ static void *run_worker(void *arg) {
 	for (;;) {
 		int64_t t = now_ns();
 		/* hand due requests to idle connections */
-		int busy = 0;
+		int busy = 0, idle = 0;
 		for (int i = 0; i < w->nc; i++) {
 			conn *c = &w->c[i];
 			if (c->state == C_IDLE) {
@@ -349,6 +356,7 @@ static void *run_worker(void *arg) {
 				}
 			}
 			if (c->state == C_BUSY) busy++;
+			else if (c->state == C_IDLE) idle++;
 		}
 		int64_t due_next = w->rate > 0 ? start + w->phase_ns + (int64_t)(next * interval) : INT64_MAX;
 		int sending = (w->rate > 0 ? due_next < stop_sending : t < stop_sending);
@@ -357,16 +365,16 @@ static void *run_worker(void *arg) {
 			for (int i = 0; i < w->nc; i++) if (w->c[i].state == C_BUSY && w->c[i].measured) w->timeouts++;
 			break;
 		}
-		int timeout_ms = 100;
-		if (w->rate > 0 && sending) {
+		/* sleep until the next request is due or a connection has something; never spin, the
+		 * generator shares the machine's cores with the server it measures */
+		int64_t wait_ns = 100000000;
+		if (w->rate > 0 && sending && idle > 0) {
+			/* with no idle connection, a due request waits for an answer: no timer needed */
 			int64_t d = due_next - t;
-			timeout_ms = d <= 0 ? 0 : (int)(d / 1000000);
+			wait_ns = d <= 0 ? 0 : d;
 		}
-		int n = epoll_wait(w->ep, evs, 256, timeout_ms);
-		if (n == 0 && w->rate > 0 && sending) {
-			/* sub-millisecond waits: spin briefly to the due time */
-			while (now_ns() < due_next) ;
-		}
+		struct timespec ts = {.tv_sec = wait_ns / 1000000000, .tv_nsec = wait_ns % 1000000000};
+		int n = epoll_pwait2(w->ep, evs, 256, &ts, NULL);
 		for (int i = 0; i < n; i++) {
 			conn *c = evs[i].data.ptr;
 			if (c->state == C_CONNECTING) {
@@ -375,6 +383,7 @@ static void *run_worker(void *arg) {
 				if (err) die("cannot connect to 127.0.0.1 (is the server up?)");
 				c->state = C_IDLE;
 				want(w, c, EPOLLIN);
+				c->want_out = 0;
 				continue;
 			}
 			if (evs[i].events & EPOLLOUT && c->state == C_BUSY && c->woff < c->wlen) do_write(w, c);
@@ -474,12 +483,12 @@ int main(int argc, char **argv) {
 	       "\"duration_s\":%.3f,\"warmup_s\":%.3f,\"completed\":%zu,\"rps\":%.1f,"
 	       "\"status\":{\"1xx\":%" PRIu64 ",\"2xx\":%" PRIu64 ",\"3xx\":%" PRIu64 ",\"4xx\":%" PRIu64 ",\"5xx\":%" PRIu64 ",\"other\":%" PRIu64 "},"
 	       "\"non2xx\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"timeouts\":%" PRIu64 ",\"unsent\":%" PRIu64 ",\"reconnects\":%" PRIu64 ","
-	       "\"max_send_lag_us\":%.1f,\"bytes_read\":%" PRIu64 ",\"latency_us\":%s}\n",
+	       "\"max_send_lag_us\":%.1f,\"bytes_read\":%" PRIu64 ",\"t0_monotonic_ns\":%" PRId64 ",\"latency_us\":%s}\n",
 	       rate > 0 ? "open" : "closed", rate, nconns, nthreads, duration, warmup, tot.nlat,
 	       (double)tot.nlat / duration,
 	       tot.status[1], tot.status[2], tot.status[3], tot.status[4], tot.status[5], tot.status[0],
 	       tot.non2xx, tot.errors, tot.timeouts, tot.unsent, tot.reconnects,
-	       (double)tot.max_send_lag / 1000.0, tot.bytes, lat);
+	       (double)tot.max_send_lag / 1000.0, tot.bytes, t0, lat);
 	(void)t_end;
 	return 0;
 }
