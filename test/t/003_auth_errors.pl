@@ -120,6 +120,8 @@ my @bodies = (
 	[ 'params is a number', '{"params": 1}' ],
 	[ 'params is null', '{"params": null}' ],
 	[ 'trailing garbage', '{"params": {"aid": 1}} x' ],
+	[ 'an unknown field next to params', '{"params": {"aid": 1}, "parms": {"aid": 2}}' ],
+	[ 'two JSON objects', '{"params": {"aid": 1}}{"params": {"aid": 2}}' ],
 	[ 'empty body', '' ]);
 for my $c (@bodies)
 {
@@ -128,6 +130,12 @@ for my $c (@bodies)
 	$qg->expect_error($res, 400, 'invalid_body', "POST body: $name");
 }
 is($qg->get('/q/account?aid=1', key => $good)->{status}, 200, 'a good request still works after the bad bodies');
+$res = $qg->get('/q/account?aid=1&aid=2', key => $good);
+$qg->expect_error($res, 400, 'param_invalid', 'GET with aid given twice', param => 'aid');
+$res = $qg->request('POST', '/q/account', key => $good, content => '{"params": {"aid": 1, "aid": 2}}');
+ok($res->{status} == 400 && ($res->{json} // {})->{code} =~ /^(invalid_body|param_invalid)$/,
+	'POST with aid given twice in the object: 400 invalid_body or param_invalid')
+  or diag(QuerygateTest::describe($res));
 
 # --- 413 payload_too_large: shrink querygate.max_body_size with a reload
 my $big = json_encode({ params => { s => 'x' x 3000 } });
