@@ -42,7 +42,7 @@ void register_workers()
 
 void _PG_init(void)
 {
-    settings::define();
+    settings::define(process_shared_preload_libraries_in_progress);
     if (!process_shared_preload_libraries_in_progress)
         return;
     preloaded = true;
@@ -74,6 +74,7 @@ Datum querygate_http_status_notice(PG_FUNCTION_ARGS)
                          "the server to start the HTTP workers.")));
     } else {
         const char *current = get_database_name(MyDatabaseId);
+        // settings::database is defined: the library was preloaded.
         if (current != nullptr && strcmp(current, settings::database) != 0)
             ereport(NOTICE, (errmsg("the querygate HTTP workers serve database \"%s\", not \"%s\"",
                                     settings::database, current),

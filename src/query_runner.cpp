@@ -639,12 +639,13 @@ CallResult QueryRunner::run(const CallRequest &request)
                 s.begin_call(*query, caller, role);
                 PlanEntry &entry = s.plan_for(*query, role);
                 const PolicyDecision &decision = s.decision_for(entry, *caller.policy);
-                if (decision.refused()) {
-                    result.error = api_errors::make(403, decision.refusal_code.c_str(),
-                                                    decision.refusal_message);
-                } else if (entry.analysis->write_ops != 0 && !settings::allow_writes) {
+                // The server-wide switch outranks every policy: with it off, no call writes.
+                if (entry.analysis->write_ops != 0 && !settings::allow_writes) {
                     result.error = api_errors::make(403, "read_only",
                                                     "writes are turned off on this server");
+                } else if (decision.refused()) {
+                    result.error = api_errors::make(403, decision.refusal_code.c_str(),
+                                                    decision.refusal_message);
                 } else {
                     // A granted write (the decision checked the policy's operations) runs in a
                     // read-write transaction; everything else stays read-only.

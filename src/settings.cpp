@@ -27,9 +27,12 @@ char *jwt_tenant_claim = nullptr;
 char *tenant = nullptr;
 unsigned long generation = 1;
 
-void define()
+namespace {
+
+void define_restart_only()
 {
-    DefineCustomStringVariable("querygate.database", "Database whose saved queries the HTTP workers serve.",
+    DefineCustomStringVariable("querygate.database",
+                               "Database whose saved queries the HTTP workers serve.",
                                nullptr, &database, "postgres", PGC_POSTMASTER, 0, nullptr, nullptr,
                                nullptr);
     DefineCustomStringVariable(
@@ -41,6 +44,51 @@ void define()
     DefineCustomIntVariable("querygate.workers", "Number of HTTP worker processes.",
                             "Each worker runs one query at a time.", &workers, 2, 0, 128,
                             PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+}
+
+void define_reloadable();
+} // namespace
+
+char *database = nullptr;
+char *listen_addresses = nullptr;
+int port = 8080;
+int workers = 2;
+int statement_timeout = 5000;
+int max_page_size = 1000;
+int max_body_size = 1024 * 1024;
+bool allow_writes = false;
+char *trusted_proxies = nullptr;
+char *jwt_secret = nullptr;
+char *jwt_issuer = nullptr;
+char *jwt_audience = nullptr;
+char *jwt_policy_claim = nullptr;
+char *jwt_tenant_claim = nullptr;
+char *tenant = nullptr;
+unsigned long generation = 1;
+
+void define(bool preloading)
+{
+    if (preloading)
+        define_restart_only();
+    define_reloadable();
+}
+
+} // namespace settings "Database whose saved queries the HTTP workers serve.",
+                               nullptr, &database, "postgres", PGC_POSTMASTER, 0, nullptr, nullptr,
+                               nullptr);
+    DefineCustomStringVariable(
+        "querygate.listen_addresses", "Address the HTTP workers listen on.",
+        "One host name or IP address; \"*\" listens on every address.", &listen_addresses,
+        "127.0.0.1", PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.port", "TCP port the HTTP workers listen on.", nullptr, &port,
+                            8080, 1, 65535, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.workers", "Number of HTTP worker processes.",
+                            "Each worker runs one query at a time.", &workers, 2, 0, 128,
+                            PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+}
+
+void define_reloadable()
+{
     DefineCustomIntVariable("querygate.statement_timeout",
                             "Longest time a call's query may run; 0 turns the limit off.", nullptr,
                             &statement_timeout, 5000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
@@ -85,6 +133,15 @@ void define()
                                "Read it with current_setting('querygate.tenant', true).", &tenant,
                                "", PGC_SUSET, GUC_NOT_IN_SAMPLE, nullptr, nullptr, nullptr);
     MarkGUCPrefixReserved("querygate");
+}
+
+} // namespace
+
+void define(bool preloading)
+{
+    if (preloading)
+        define_restart_only();
+    define_reloadable();
 }
 
 } // namespace settings

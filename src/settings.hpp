@@ -26,6 +26,9 @@ extern unsigned long generation;
 // The page size used when a request names none: 100, or max_page_size if that is smaller.
 constexpr int default_page_size = 100;
 
-void define();
+// Defines every setting. The restart-only ones (database, listen_addresses, port, workers) can only
+// be defined while the postmaster preloads the library; otherwise they are left out, since HTTP
+// is off anyway.
+void define(bool preloading);
 
 } // namespace settings
