@@ -32,50 +32,8 @@ namespace {
 void define_restart_only()
 {
     DefineCustomStringVariable("querygate.database",
-                               "Database whose saved queries the HTTP workers serve.",
-                               nullptr, &database, "postgres", PGC_POSTMASTER, 0, nullptr, nullptr,
-                               nullptr);
-    DefineCustomStringVariable(
-        "querygate.listen_addresses", "Address the HTTP workers listen on.",
-        "One host name or IP address; \"*\" listens on every address.", &listen_addresses,
-        "127.0.0.1", PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
-    DefineCustomIntVariable("querygate.port", "TCP port the HTTP workers listen on.", nullptr, &port,
-                            8080, 1, 65535, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
-    DefineCustomIntVariable("querygate.workers", "Number of HTTP worker processes.",
-                            "Each worker runs one query at a time.", &workers, 2, 0, 128,
-                            PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
-}
-
-void define_reloadable();
-} // namespace
-
-char *database = nullptr;
-char *listen_addresses = nullptr;
-int port = 8080;
-int workers = 2;
-int statement_timeout = 5000;
-int max_page_size = 1000;
-int max_body_size = 1024 * 1024;
-bool allow_writes = false;
-char *trusted_proxies = nullptr;
-char *jwt_secret = nullptr;
-char *jwt_issuer = nullptr;
-char *jwt_audience = nullptr;
-char *jwt_policy_claim = nullptr;
-char *jwt_tenant_claim = nullptr;
-char *tenant = nullptr;
-unsigned long generation = 1;
-
-void define(bool preloading)
-{
-    if (preloading)
-        define_restart_only();
-    define_reloadable();
-}
-
-} // namespace settings "Database whose saved queries the HTTP workers serve.",
-                               nullptr, &database, "postgres", PGC_POSTMASTER, 0, nullptr, nullptr,
-                               nullptr);
+                               "Database whose saved queries the HTTP workers serve.", nullptr,
+                               &database, "postgres", PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "querygate.listen_addresses", "Address the HTTP workers listen on.",
         "One host name or IP address; \"*\" listens on every address.", &listen_addresses,
