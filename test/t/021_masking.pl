@@ -1,0 +1,269 @@
+# Column masking by lineage (querygate.mask / unmask). Every expected row is built in Perl from
+# the values PostgreSQL itself gives the unmasked columns (read as superuser), with the HMAC-SHA-256
+# of the hash action computed here from the secret in querygate.mask_secret. The leaks people try:
+# expressions, casts, concatenation, aggregates, window functions, CASE, JSON builders, whole-row
+# references, SELECT *, set operations, subqueries, CTEs, views, functions in FROM. The actions:
+# hash (64 hex digits; equal inputs, equal hashes; the same on every call and every worker), mask,
+# null, drop; the strictest rule wins; a function whose rows cannot be traced is refused with
+# mask_unresolvable; rule changes apply to the next call.
+use strict;
+use warnings;
+use utf8;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use QuerygateTest;
+use GovernanceTest;
+
+my $qg = QuerygateTest->start(name => 'masking', workers => 2);
+my $utf8 = $qg->sql('SHOW server_encoding') eq 'UTF8';
+my $city2 = $utf8 ? 'Ålesund' : 'Bergen';
+$qg->sql(qq{
+	CREATE ROLE gov_reader NOLOGIN;
+	CREATE TABLE people (id int PRIMARY KEY, name text, email text, ssn text, salary int, age int,
+	                     city text, dept text, note text);
+	INSERT INTO people VALUES
+	  (1, 'Alice', 'alice\@example.com', '123-45-6789', 5000, 30, 'Oslo', 'eng', 'n1'),
+	  (2, 'Bob', 'bob.smith\@corp.example.org', '987-65-4321', 6000, 40, '$city2', 'eng', 'n2'),
+	  (3, 'Carol', 'carol\@example.com', '123-45-6789', 7000, 50, NULL, 'ops', 'n3');
+	CREATE VIEW people_v AS SELECT id, ssn AS social, email AS contact, salary * 12 AS yearly FROM people;
+	CREATE VIEW people_vv AS SELECT id, social AS s2, contact AS c2 FROM people_v;
+	CREATE FUNCTION opaque_people() RETURNS TABLE (name text, ssn text) LANGUAGE sql STABLE
+	  AS 'SELECT name, ssn FROM people ORDER BY id';
+	CREATE FUNCTION person_row(int) RETURNS people LANGUAGE sql STABLE
+	  AS 'SELECT * FROM people WHERE id = \$1';
+	GRANT SELECT ON people, people_v, people_vv TO gov_reader;
+	GRANT EXECUTE ON FUNCTION opaque_people(), person_row(int) TO gov_reader;
+});
+my $secret = mask_secret($qg);
+is(length $secret, 32, 'the mask secret is 32 bytes');
+
+# Column kinds of the expected rows: int and text are plain values; hash, mask, mask_nontext
+# (the mask action on a non-text value: null), null and drop are the actions.
+sub expected
+{
+	my ($sql, @spec) = @_;
+	my @rows;
+	my @cols = map { $spec[ 2 * $_ ] } 0 .. $#spec / 2;
+	my $all = column_texts($qg, $sql, @cols);
+	while (@spec)
+	{
+		my ($col, $kind) = splice(@spec, 0, 2);
+		my $vals = $all->{$col};
+		for my $i (0 .. $#$vals)
+		{
+			my $v = $vals->[$i];
+			$rows[$i] //= {};
+			next if $kind eq 'drop';
+			$rows[$i]{$col} =
+				$kind eq 'int' ? (defined $v ? 0 + $v : undef)
+			  : $kind eq 'text' ? $v
+			  : $kind eq 'hash' ? hmac_of($secret, $v)
+			  : $kind eq 'mask' ? masked_text($v)
+			  : undef;    # null, mask_nontext
+		}
+	}
+	return \@rows;
+}
+
+# name => [sql, policy, spec...]
+my @cases = (
+	[ plain => 'SELECT id, name, email, ssn, salary, age, city, dept, note FROM people ORDER BY id', 'masked',
+		id => 'int', name => 'text', email => 'mask', ssn => 'hash', salary => 'null', age => 'mask_nontext',
+		city => 'mask', dept => 'text', note => 'drop' ],
+	[ star => 'SELECT * FROM people ORDER BY id', 'masked',
+		id => 'int', name => 'text', email => 'mask', ssn => 'hash', salary => 'null', age => 'mask_nontext',
+		city => 'mask', dept => 'text', note => 'drop' ],
+	[ table_star => 'SELECT p.* FROM people p ORDER BY p.id', 'masked',
+		id => 'int', name => 'text', email => 'mask', ssn => 'hash', salary => 'null', age => 'mask_nontext',
+		city => 'mask', dept => 'text', note => 'drop' ],
+	[ expressions => 'SELECT id, lower(ssn) AS a, upper(email) AS b, salary + 1 AS c, length(city) AS d, trim(note) AS e, replace(ssn, \'-\', \'\') AS f, -salary AS g FROM people ORDER BY id',
+		'masked', id => 'int', a => 'hash', b => 'mask', c => 'null', d => 'mask_nontext', e => 'drop', f => 'hash',
+		g => 'null' ],
+	[ casts => 'SELECT id, ssn::varchar(20) AS a, salary::text AS b, age::numeric AS c, email::bytea AS d, CAST(ssn AS char(11)) AS e FROM people ORDER BY id',
+		'masked', id => 'int', a => 'hash', b => 'null', c => 'mask_nontext', d => 'mask_nontext', e => 'hash' ],
+	[ concatenation => 'SELECT id, name || \':\' || ssn AS a, ssn || email AS b, concat(name, salary) AS c, format(\'%s/%s\', dept, note) AS d, concat_ws(\',\', name, city) AS e FROM people ORDER BY id',
+		'masked', id => 'int', a => 'hash', b => 'mask', c => 'null', d => 'drop', e => 'mask' ],
+	[ aggregates => 'SELECT dept, count(ssn) AS a, max(salary) AS b, string_agg(email, \',\' ORDER BY id) AS c, array_agg(ssn ORDER BY id) AS d, min(age) AS e, count(*)::int AS n, sum(length(ssn)) AS f FROM people GROUP BY dept ORDER BY dept',
+		'masked', dept => 'text', a => 'hash', b => 'null', c => 'mask', d => 'hash', e => 'mask_nontext', n => 'int',
+		f => 'hash' ],
+	[ aggregate_no_group => 'SELECT count(DISTINCT ssn) AS a, avg(salary) AS b, json_agg(ssn ORDER BY id) AS c FROM people',
+		'masked', a => 'hash', b => 'null', c => 'hash' ],
+	[ windows => 'SELECT id, sum(salary) OVER () AS a, lag(email) OVER (ORDER BY id) AS b, first_value(ssn) OVER (ORDER BY id) AS c, row_number() OVER (ORDER BY id) AS r, count(note) OVER () AS d FROM people ORDER BY id',
+		'masked', id => 'int', a => 'null', b => 'mask', c => 'hash', r => 'int', d => 'drop' ],
+	[ case_exprs => 'SELECT id, CASE WHEN salary > 5500 THEN \'high\' ELSE \'low\' END AS band, CASE WHEN id = 1 THEN ssn ELSE name END AS mixed, CASE email WHEN \'x\' THEN 1 ELSE 0 END AS z, coalesce(city, name) AS c, nullif(ssn, \'\') AS n, greatest(ssn, name) AS g FROM people ORDER BY id',
+		'masked', id => 'int', band => 'null', mixed => 'hash', z => 'mask_nontext', c => 'mask', n => 'hash',
+		g => 'hash' ],
+	[ json_builders => 'SELECT id, json_build_object(\'s\', ssn) AS a, jsonb_build_object(\'e\', email) AS b, to_jsonb(ssn) AS c, json_build_array(name, ssn) AS d, to_json(salary) AS e, jsonb_build_object(\'n\', note) AS f, json_object(ARRAY[\'k\', ssn]) AS g FROM people ORDER BY id',
+		'masked', id => 'int', a => 'hash', b => 'mask_nontext', c => 'hash', d => 'hash', e => 'null', f => 'drop',
+		g => 'hash' ],
+	[ whole_row_dropped => 'SELECT id, row_to_json(p) AS a, to_jsonb(p) AS b, p AS c, (p).ssn AS d, json_build_object(\'p\', p) AS e FROM people p ORDER BY id',
+		'masked', id => 'int', a => 'drop', b => 'drop', c => 'drop', d => 'hash', e => 'drop' ],
+	[ whole_row_hashed => 'SELECT id, row_to_json(p) AS a, to_jsonb(p) AS b, p AS c, p::text AS d FROM people p ORDER BY id',
+		'hashed', id => 'int', a => 'hash', b => 'hash', c => 'hash', d => 'hash' ],
+	[ whole_row_subquery => 'SELECT t AS r, row_to_json(t) AS j FROM (SELECT id, name, ssn FROM people) t ORDER BY t.id',
+		'hashed', r => 'hash', j => 'hash' ],
+	[ whole_row_unmasked_part => 'SELECT t AS r FROM (SELECT id, name FROM people) t ORDER BY t.id', 'hashed', r => 'text' ],
+	[ union_one_side => 'SELECT id, name AS v FROM people WHERE id = 1 UNION ALL SELECT id, ssn FROM people WHERE id = 2 ORDER BY id',
+		'masked', id => 'int', v => 'hash' ],
+	[ union_strictest => 'SELECT 1 AS k, email AS v FROM people WHERE id = 1 UNION ALL SELECT 2, salary::text FROM people WHERE id = 2 UNION ALL SELECT 3, name FROM people WHERE id = 3 ORDER BY k',
+		'masked', k => 'int', v => 'null' ],
+	[ union_in_subquery => 'SELECT u.v FROM (SELECT ssn AS v FROM people WHERE id = 1 UNION SELECT name FROM people WHERE id = 99) u',
+		'masked', v => 'hash' ],
+	[ subqueries => 'SELECT p.id, (SELECT q.ssn FROM people q WHERE q.id = p.id) AS a, (SELECT max(salary) FROM people) AS b, x.e AS c, ARRAY(SELECT ssn FROM people ORDER BY id) AS d FROM people p JOIN (SELECT id AS xid, email AS e FROM people) x ON x.xid = p.id ORDER BY p.id',
+		'masked', id => 'int', a => 'hash', b => 'null', c => 'mask', d => 'hash' ],
+	[ ctes => 'WITH c AS (SELECT id, ssn AS s, salary * 2 AS d, email AS e FROM people), c2 AS (SELECT id, s || \'!\' AS s2 FROM c) SELECT c.id, s, d, e, s2 FROM c JOIN c2 USING (id) ORDER BY c.id',
+		'masked', id => 'int', s => 'hash', d => 'null', e => 'mask', s2 => 'hash' ],
+	[ recursive_cte => 'WITH RECURSIVE r(n, s) AS (SELECT 1, ssn FROM people WHERE id = 1 UNION ALL SELECT n + 1, s || \'+\' FROM r WHERE n < 3) SELECT n, s FROM r ORDER BY n',
+		'masked', n => 'int', s => 'hash' ],
+	[ views => 'SELECT id, social, contact, yearly FROM people_v ORDER BY id', 'masked',
+		id => 'int', social => 'hash', contact => 'mask', yearly => 'null' ],
+	[ view_of_view => 'SELECT id, s2, c2 FROM people_vv ORDER BY id', 'masked', id => 'int', s2 => 'hash', c2 => 'mask' ],
+	[ transparent_function => 'SELECT v FROM unnest((SELECT array_agg(ssn ORDER BY id) FROM people)) AS v', 'masked',
+		v => 'hash' ],
+	[ lateral_unnest => 'SELECT p.id, t.v FROM people p CROSS JOIN LATERAL unnest(ARRAY[p.ssn, p.ssn || \'x\']) AS t(v) ORDER BY p.id',
+		'masked', id => 'int', v => 'hash' ],
+	[ values_list => 'SELECT v.x FROM (VALUES (\'a\'), ((SELECT ssn FROM people WHERE id = 2))) AS v(x)', 'masked',
+		x => 'hash' ],
+);
+
+$qg->sql(join('', map { 'SELECT querygate.save_query(' . sql_quote($_->[0]) . ', ' . sql_quote($_->[1]) . ");\n" } @cases));
+$qg->sql(q{
+	SELECT querygate.save_query('opaque_from', 'SELECT name, ssn FROM opaque_people()');
+	SELECT querygate.save_query('opaque_star', 'SELECT * FROM opaque_people()');
+	SELECT querygate.save_query('opaque_record', 'SELECT (person_row(1)).ssn AS s');
+	SELECT querygate.save_query('opaque_in_subquery', 'SELECT x.n FROM (SELECT name AS n FROM opaque_people()) x');
+	SELECT querygate.save_query('hash_pid', 'SELECT pg_backend_pid() AS pid, ssn, pg_sleep(:sleep)::text AS z FROM people WHERE id = 1');
+	SELECT querygate.save_query('names', 'SELECT id, name, dept FROM people ORDER BY id');
+});
+my @names = ((map { $_->[0] } @cases), qw(opaque_from opaque_star opaque_record opaque_in_subquery hash_pid names));
+my %key;
+$key{$_} = policy_key($qg, $_, run_as => 'gov_reader', queries => \@names) for qw(masked hashed plain);
+$qg->sql(q{
+	SELECT querygate.mask('masked', 'people.ssn', 'hash');
+	SELECT querygate.mask('masked', 'people.email', 'mask');
+	SELECT querygate.mask('masked', 'people.city', 'mask');
+	SELECT querygate.mask('masked', 'people.age', 'mask');
+	SELECT querygate.mask('masked', 'people.salary', 'null');
+	SELECT querygate.mask('masked', 'people.note', 'drop');
+	SELECT querygate.mask('hashed', 'public.people.ssn', 'hash');
+});
+
+# --- every case against rows computed independently
+for my $c (@cases)
+{
+	my ($name, $sql, $policy, @spec) = @$c;
+	my $want = expected($sql, @spec);
+	my $res = $qg->get("/q/$name", key => $key{$policy});
+	$qg->expect_rows($res, $want, "$name ($policy)");
+}
+
+# The same queries under a policy without masks return the clear values (the masking above is
+# the policy's doing).
+my $res = $qg->get('/q/plain', key => $key{plain});
+is($res->{json}[0]{ssn} // '', '123-45-6789', 'a policy without masks sees the clear ssn')
+  or diag(QuerygateTest::describe($res));
+
+# --- the actions, spelled out
+$res = $qg->get('/q/plain', key => $key{masked});
+my $rows = $res->{json};
+my @hashes = map { $_->{ssn} } @$rows;
+is(scalar(grep { defined && /^[0-9a-f]{64}$/ } @hashes), 3, 'hash: 64 lower-case hex digits') or diag(explain \@hashes);
+is($hashes[0], $hashes[2], 'hash: equal values (rows 1 and 3) give equal hashes');
+isnt($hashes[0], $hashes[1], 'hash: different values give different hashes');
+is($hashes[0], hmac_of($secret, '123-45-6789'), 'hash: HMAC-SHA-256 of the value\'s text with the mask secret');
+is_deeply([ map { $_->{email} } @$rows ], [ 'a***@example.com', 'b***@corp.example.org', 'c***@example.com' ],
+	'mask: an email keeps its first character and its domain');
+is_deeply([ map { $_->{city} } @$rows ], [ 'O***', ($utf8 ? 'Å***' : 'B***'), undef ],
+	'mask: text keeps its first character (a whole character), NULL stays null');
+is_deeply([ map { exists $_->{age} ? $_->{age} : 'absent' } @$rows ], [ undef, undef, undef ],
+	'mask: a non-text column becomes null');
+is_deeply([ map { exists $_->{salary} ? $_->{salary} : 'absent' } @$rows ], [ undef, undef, undef ],
+	'null: the value is null');
+is(scalar(grep { exists $_->{note} } @$rows), 0, 'drop: the key is absent from every row object');
+like($res->{content}, qr/^\[\{"id":1,"name":"Alice","email":"a\*\*\*\@example\.com","ssn":"[0-9a-f]{64}","salary":null,"age":null,"city":"O\*\*\*","dept":"eng"\},/,
+	'the row text: dropped column absent, column order kept');
+my $again = $qg->get('/q/plain', key => $key{masked});
+is($again->{content}, $res->{content}, 'hash: the same on the next call');
+is($qg->get('/q/plain', key => $key{hashed})->{json}[1]{ssn}, $hashes[1], 'hash: the same under another policy');
+
+# Across workers: a slow call holds one worker; the other answers a second call meanwhile.
+{
+	my $slow = start_request($qg, '/q/hash_pid?sleep=1.5', 'X-API-Key' => $key{masked});
+	ok( poll_until(
+			sub {
+				$qg->sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'querygate http worker' AND state = 'active' AND query LIKE '%pg_sleep%'})
+				  eq '1';
+			}),
+		'a worker is running the slow call');
+	my $quick = fresh_request($qg, 'GET', '/q/hash_pid?sleep=0', key => $key{masked});
+	my $first = finish_request($slow);
+	is($first->{status}, 200, 'the slow call answered 200') or diag($first->{body});
+	is($quick->{status}, 200, 'the call made meanwhile answered 200') or diag(QuerygateTest::describe($quick));
+	my ($a, $b) = ($first->{json}[0] // {}, $quick->{json}[0] // {});
+	isnt($a->{pid} // 0, $b->{pid} // 0, 'the two calls ran on two different workers');
+	is($a->{ssn} // 'a', $b->{ssn} // 'b', 'hash: the same on both workers');
+	is($a->{ssn} // '', hmac_of($secret, '123-45-6789'), 'hash: and equal to the independent HMAC');
+}
+
+# --- the strictest rule wins; each change applies to the next call
+my @steps = (
+	[ q{SELECT querygate.mask('masked', 'people.dept', 'hash')}, 'hash', 'dept hashed' ],
+	[ q{SELECT querygate.mask('masked', '*.DEPT', 'mask')}, 'mask', 'hash and mask (a case-insensitive pattern): mask wins' ],
+	[ q{SELECT querygate.mask('masked', 'public.people.dep*', 'null')}, 'null', 'and null: null wins' ],
+	[ q{SELECT querygate.mask('masked', '*.*.d*t', 'drop')}, 'drop', 'and drop: drop wins' ],
+	[ q{SELECT querygate.mask('masked', 'people.dept', 'hash')}, 'drop', 'mask() again with a weaker action: drop still wins' ],
+	[ q{SELECT querygate.unmask('masked', '*.*.d*t')}, 'null', 'drop removed: null' ],
+	[ q{SELECT querygate.unmask('masked', 'public.people.dep*')}, 'mask', 'null removed: mask' ],
+	[ q{SELECT querygate.unmask('masked', '*.dept')}, 'hash', 'mask removed (pattern in another case): hash' ],
+	[ q{SELECT querygate.unmask('masked', 'people.dept')}, 'text', 'every rule removed: the clear value' ],
+);
+for my $s (@steps)
+{
+	my ($sql, $kind, $name) = @$s;
+	$qg->sql($sql);
+	my $r = $qg->get('/q/names', key => $key{masked});
+	$qg->expect_rows($r, expected('SELECT id, name, dept FROM people ORDER BY id', id => 'int', name => 'text', dept => $kind),
+		"strictest rule: $name");
+}
+# Two rules on one derived column: the strictest of its sources.
+$res = $qg->get('/q/concatenation', key => $key{masked});
+is($res->{json}[0]{b} // '', '1***@example.com', 'ssn || email: hash and mask sources, mask wins');
+
+# --- a rule change applies to the next call
+$qg->sql(q{SELECT querygate.unmask('masked', 'people.ssn')});
+$res = $qg->get('/q/views', key => $key{masked});
+is($res->{json}[0]{social} // '', '123-45-6789', 'unmask: the next call sees the clear value (through a view)')
+  or diag(QuerygateTest::describe($res));
+$qg->sql(q{SELECT querygate.mask('masked', 'people.ssn', 'hash')});
+$res = $qg->get('/q/views', key => $key{masked});
+is($res->{json}[0]{social} // '', hmac_of($secret, '123-45-6789'), 'mask again: the next call is hashed');
+$qg->sql(q{BEGIN; SELECT querygate.unmask('masked', 'people.ssn'); ROLLBACK;});
+$res = $qg->get('/q/views', key => $key{masked});
+is($res->{json}[0]{social} // '', hmac_of($secret, '123-45-6789'), 'a rolled-back unmask changes nothing');
+
+# --- a function in FROM, or a record from an opaque function: refused under any mask rule
+for my $q (qw(opaque_from opaque_star opaque_record opaque_in_subquery))
+{
+	$res = $qg->get("/q/$q", key => $key{masked});
+	expect_refusal($qg, $res, 403, 'mask_unresolvable', "$q (policy masking ssn)", qr/"(name|ssn|s|n)"/);
+	$res = $qg->get("/q/$q", key => $key{hashed});
+	$qg->expect_error($res, 403, 'mask_unresolvable', "$q (policy with one hash rule)");
+	$res = $qg->get("/q/$q", key => $key{plain});
+	is($res->{status}, 200, "$q: 200 for a policy without mask rules") or diag(QuerygateTest::describe($res));
+}
+# A mask rule on an unrelated table still makes the policy refuse what it cannot trace.
+$qg->sql(q{SELECT querygate.mask('plain', 'no_such_table.x', 'hash')});
+$res = $qg->get('/q/opaque_from', key => $key{plain});
+$qg->expect_error($res, 403, 'mask_unresolvable', 'opaque_from once the policy has any mask rule');
+$qg->sql(q{SELECT querygate.unmask('plain', 'no_such_table.x')});
+$res = $qg->get('/q/opaque_from', key => $key{plain});
+is($res->{status}, 200, 'opaque_from once that rule is removed') or diag(QuerygateTest::describe($res));
+
+# --- explain shows the decisions
+is( $qg->sql(q{SELECT string_agg(c->>'name' || '=' || coalesce(c->>'mask', '-'), ',' ORDER BY o)
+	FROM jsonb_array_elements(querygate.explain('masked', 'views')->'columns') WITH ORDINALITY AS e(c, o)}),
+	'id=-,social=hash,contact=mask,yearly=null', 'explain: the mask of each column of a view');
+is($qg->sql(q{SELECT querygate.explain('masked', 'opaque_from')->'refused'->>'code'}), 'mask_unresolvable',
+	'explain: a function in FROM is refused');
+
+done_testing();

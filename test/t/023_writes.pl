@@ -1,0 +1,180 @@
+# Writes: querygate.allow_writes (the server-wide switch, reload) and grant_writes (per policy).
+# The seed's deposit and writer key; {"rows_affected": n}; 403 read_only with writes off;
+# 403 write_op_not_allowed for an operation the policy lacks, at any level (data-modifying CTEs,
+# MERGE); a volatile function that writes, called by a read query, stays read-only whatever the
+# policy's grants; RETURNING rows are masked. Every refusal leaves the database as it was.
+use strict;
+use warnings;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use QuerygateTest;
+use GovernanceTest;
+
+my $qg = QuerygateTest->start(name => 'writes');
+$qg->sql(q{
+	CREATE ROLE gov_writer NOLOGIN;
+	CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int, filler char(84));
+	INSERT INTO pgbench_accounts SELECT g, 1, 0, '' FROM generate_series(1, 10) g;
+	CREATE TABLE audit_log (id serial PRIMARY KEY, msg text);
+	CREATE FUNCTION log_it(m text) RETURNS int LANGUAGE plpgsql VOLATILE AS $$
+	  DECLARE n int; BEGIN INSERT INTO audit_log (msg) VALUES (m) RETURNING id INTO n; RETURN n; END $$;
+	CREATE FUNCTION bump(a int) RETURNS int LANGUAGE sql VOLATILE AS
+	  'UPDATE pgbench_accounts SET abalance = abalance + 1000 WHERE aid = a RETURNING abalance';
+	GRANT SELECT, INSERT, UPDATE, DELETE ON pgbench_accounts, audit_log TO gov_writer;
+	GRANT USAGE ON SEQUENCE audit_log_id_seq TO gov_writer;
+	GRANT EXECUTE ON FUNCTION log_it(text), bump(int) TO gov_writer;
+});
+
+my %q = (
+	deposit => 'UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid',
+	deposit_returning => 'UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid RETURNING aid, abalance',
+	open_account => 'INSERT INTO pgbench_accounts (aid, bid, abalance, filler) VALUES (:aid, 1, 0, \'\')',
+	close_account => 'DELETE FROM pgbench_accounts WHERE aid = :aid',
+	close_in_cte => 'WITH d AS (DELETE FROM pgbench_accounts WHERE aid = :aid RETURNING *) SELECT count(*)::int AS n FROM d',
+	insert_in_cte => 'WITH i AS (INSERT INTO pgbench_accounts (aid, bid, abalance, filler) VALUES (:aid, 1, 0, \'\') RETURNING aid) SELECT aid FROM i',
+	update_with_delete_cte => 'WITH d AS (DELETE FROM pgbench_accounts WHERE aid = :gone RETURNING aid) UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid',
+	merge_account => 'MERGE INTO pgbench_accounts t USING (SELECT :aid::int AS aid) s ON t.aid = s.aid WHEN MATCHED THEN UPDATE SET abalance = 0',
+	log_from_read => 'SELECT log_it(:msg) AS id',
+	bump_from_read => 'SELECT bump(:aid) AS b',
+	nextval_from_read => 'SELECT nextval(\'audit_log_id_seq\')::int AS n',
+	balance => 'SELECT abalance FROM pgbench_accounts WHERE aid = :aid',
+);
+$qg->sql(join('', map { 'SELECT querygate.save_query(' . sql_quote($_) . ', ' . sql_quote($q{$_}) . ");\n" } sort keys %q));
+my @all = sort keys %q;
+
+# The seed's writer key: deposit only, update only.
+my $writer = policy_key($qg, 'writer', run_as => 'gov_writer', queries => ['deposit'],
+	setup => q{SELECT querygate.grant_writes('writer', '{update}');});
+my $full = policy_key($qg, 'full', run_as => 'gov_writer', queries => \@all,
+	setup => q{SELECT querygate.grant_writes('full', '{update}');});
+my $inserter = policy_key($qg, 'inserter', run_as => 'gov_writer', queries => \@all,
+	setup => q{SELECT querygate.grant_writes('inserter', '{insert}');});
+my $reader = policy_key($qg, 'reader', run_as => 'gov_writer', queries => \@all);
+is($qg->sql(q{SELECT write_ops::text FROM querygate.policies WHERE name = 'writer'}), '{update}', 'grant_writes stored {update}');
+
+sub balance { return $qg->sql("SELECT abalance FROM pgbench_accounts WHERE aid = $_[0]"); }
+sub accounts { return $qg->sql('SELECT count(*) FROM pgbench_accounts'); }
+sub state { return $qg->sql('SELECT string_agg(aid || \':\' || abalance, \',\' ORDER BY aid) FROM pgbench_accounts'); }
+sub logged { return $qg->sql('SELECT count(*) FROM audit_log'); }
+
+# Refused: the status and code, and the database as it was.
+sub refused
+{
+	my ($path, $key, $status, $code, $name) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $before = state() . ' / ' . logged();
+	my $res = $qg->get($path, key => $key);
+	$qg->expect_error($res, $status, $code, $name);
+	is(state() . ' / ' . logged(), $before, "$name: nothing changed in the database");
+}
+
+# --- querygate.allow_writes off (the default): every write is read_only, whatever the policy says
+is($qg->sql('SHOW querygate.allow_writes'), 'off', 'allow_writes is off by default');
+refused('/q/deposit?aid=1&delta=5', $writer, 403, 'read_only', 'deposit with writes off');
+refused('/q/deposit_returning?aid=1&delta=5', $full, 403, 'read_only', 'UPDATE ... RETURNING with writes off');
+refused('/q/close_in_cte?aid=1', $full, 403, 'read_only',
+	'a DELETE in a CTE, policy without delete (writes off): the server switch outranks the policy');
+refused('/q/close_account?aid=1', $reader, 403, 'read_only', 'DELETE with a read-only policy (writes off)');
+
+# --- on, after a reload (polled on fresh connections until every worker has it)
+$qg->set_and_reload('querygate.allow_writes', 'on');
+ok( poll_fresh(sub { fresh_request($qg, 'GET', '/q/deposit?aid=999999&delta=1', key => $writer) },
+		sub { $_[0]{status} == 200 }),
+	'allow_writes on reached the workers (a deposit to no account answers 200)');
+my $res = $qg->get('/q/deposit?aid=999999&delta=1', key => $writer);
+is($res->{content}, '{"rows_affected":0}', 'deposit to no account: {"rows_affected":0}');
+
+# The seed's deposit with the writer key.
+$res = $qg->get('/q/deposit?aid=3&delta=7', key => $writer);
+is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'deposit: 200 {"rows_affected":1}');
+is(balance(3), '7', 'the row changed, committed before the answer');
+is(json_encode($res->{json}), '{"rows_affected":1}', 'the body is a JSON object');
+$res = $qg->post('/q/deposit', { params => { aid => 3, delta => 9 } }, key => $writer);
+is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'deposit by POST');
+is(balance(3), '16', 'the row changed again');
+is(accounts(), '10', 'no row added or removed');
+
+# The writer key may call nothing else.
+$res = $qg->get('/q/balance?aid=3', key => $writer);
+$qg->expect_error($res, 404, 'query_not_found', 'the writer key calling an ungranted query');
+
+# --- a policy without update
+refused('/q/deposit?aid=3&delta=5', $inserter, 403, 'write_op_not_allowed', 'deposit with a policy granted insert only');
+refused('/q/deposit?aid=3&delta=5', $reader, 403, 'write_op_not_allowed', 'deposit with a read-only policy');
+refused('/q/close_account?aid=4', $full, 403, 'write_op_not_allowed', 'DELETE with a policy granted update only');
+refused('/q/open_account?aid=50', $full, 403, 'write_op_not_allowed', 'INSERT with a policy granted update only');
+refused('/q/merge_account?aid=3', $full, 403, 'write_op_not_allowed', 'MERGE with a policy granted update only');
+
+# --- data-modifying CTEs count as what they do
+refused('/q/close_in_cte?aid=4', $full, 403, 'write_op_not_allowed', 'WITH d AS (DELETE ... RETURNING *) SELECT ...: a delete');
+refused('/q/insert_in_cte?aid=60', $full, 403, 'write_op_not_allowed', 'WITH i AS (INSERT ...) SELECT ...: an insert');
+refused('/q/update_with_delete_cte?aid=3&gone=4', $full, 403, 'write_op_not_allowed',
+	'an UPDATE (granted) with a DELETE in its WITH (not granted)');
+$res = $qg->get('/q/close_in_cte?aid=4', key => $inserter);
+$qg->expect_error($res, 403, 'write_op_not_allowed', 'the DELETE CTE with a policy granted insert only');
+
+# --- a volatile function that writes, called from a read query: read-only whatever the grants
+$qg->sql(q{SELECT querygate.grant_writes('full', '{insert,update,delete,merge}')});
+refused('/q/log_from_read?msg=hello', $full, 403, 'read_only', 'SELECT log_it(...) (an INSERT inside plpgsql)');
+refused('/q/bump_from_read?aid=3', $full, 403, 'read_only', 'SELECT bump(...) (an UPDATE inside an SQL function)');
+refused('/q/nextval_from_read', $full, 403, 'read_only', 'SELECT nextval(...)');
+refused('/q/log_from_read?msg=hello', $reader, 403, 'read_only', 'SELECT log_it(...) for a read-only policy');
+
+# --- with the operations granted
+$res = $qg->get('/q/close_in_cte?aid=4', key => $full);
+$qg->expect_rows($res, [ { n => 1 } ], 'the DELETE CTE once delete is granted');
+is($qg->sql('SELECT count(*) FROM pgbench_accounts WHERE aid = 4'), '0', 'and the row is gone');
+$res = $qg->get('/q/open_account?aid=4', key => $full);
+is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'INSERT once insert is granted');
+$res = $qg->get('/q/insert_in_cte?aid=11', key => $full);
+$qg->expect_rows($res, [ { aid => 11 } ], 'the INSERT CTE once insert is granted');
+$res = $qg->get('/q/merge_account?aid=3', key => $full);
+is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'MERGE once merge is granted');
+is(balance(3), '0', 'MERGE set the balance');
+$res = $qg->get('/q/close_account?aid=11', key => $full);
+is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'DELETE once delete is granted');
+is(accounts(), '10', 'ten accounts again');
+
+# An error in a write rolls it back whole.
+$res = $qg->get('/q/open_account?aid=5', key => $full);
+$qg->expect_error($res, 500, 'query_failed', 'INSERT of an existing key');
+is(accounts(), '10', 'nothing inserted');
+
+# --- RETURNING rows come back masked
+$res = $qg->get('/q/deposit_returning?aid=5&delta=25', key => $full);
+$qg->expect_rows($res, [ { aid => 5, abalance => 25 } ], 'UPDATE ... RETURNING without masks');
+$qg->sql(q{SELECT querygate.mask('full', '*.abalance', 'hash')});
+my $secret = mask_secret($qg);
+$res = $qg->get('/q/deposit_returning?aid=5&delta=25', key => $full);
+$qg->expect_rows($res, [ { aid => 5, abalance => hmac_of($secret, '50') } ], 'RETURNING with *.abalance hashed');
+is(balance(5), '50', 'the masked write was made');
+$qg->sql(q{SELECT querygate.mask('full', 'pgbench_accounts.abalance', 'drop')});
+$res = $qg->get('/q/deposit_returning?aid=5&delta=1', key => $full);
+$qg->expect_rows($res, [ { aid => 5 } ], 'RETURNING with abalance dropped');
+$res = $qg->get('/q/insert_in_cte?aid=12', key => $full);
+$qg->expect_rows($res, [ { aid => 12 } ], 'an INSERT CTE returning an unmasked column');
+$qg->sql(q{SELECT querygate.unmask('full', 'pgbench_accounts.abalance'); SELECT querygate.unmask('full', '*.abalance');});
+
+# --- grant_writes NULL or empty: read-only again
+$qg->sql(q{SELECT querygate.grant_writes('writer', NULL)});
+refused('/q/deposit?aid=3&delta=5', $writer, 403, 'write_op_not_allowed', 'deposit after grant_writes(writer, NULL)');
+$qg->sql(q{SELECT querygate.grant_writes('writer', '{UPDATE}')});
+$res = $qg->get('/q/deposit?aid=3&delta=5', key => $writer);
+is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'deposit after grant_writes(writer, {UPDATE})');
+$qg->sql(q{SELECT querygate.grant_writes('writer', '{}')});
+refused('/q/deposit?aid=3&delta=5', $writer, 403, 'write_op_not_allowed', 'deposit after grant_writes(writer, {})');
+like(sql_error($qg, q{SELECT querygate.grant_writes('writer', '{update,truncate}')}), qr/^22023 .*truncate/,
+	'grant_writes with an unknown operation: 22023 naming it');
+$qg->sql(q{SELECT querygate.grant_writes('writer', '{update}')});
+
+# --- off again: read_only on the next calls
+$qg->set_and_reload('querygate.allow_writes', 'off');
+ok( poll_fresh(sub { fresh_request($qg, 'GET', '/q/deposit?aid=999999&delta=1', key => $writer) },
+		sub { $_[0]{status} == 403 && ($_[0]{json}{code} // '') eq 'read_only' }),
+	'allow_writes off reached the workers');
+refused('/q/deposit?aid=3&delta=5', $writer, 403, 'read_only', 'deposit once writes are off again');
+refused('/q/close_in_cte?aid=6', $full, 403, 'read_only', 'the granted DELETE CTE once writes are off again');
+$res = $qg->get('/q/balance?aid=3', key => $full);
+$qg->expect_rows($res, [ { abalance => 5 } ], 'reads still work');
+
+done_testing();
