@@ -111,6 +111,7 @@ sub policy_key
 	$sql .= "SELECT count(querygate.grant_query($p, q)) FROM unnest(ARRAY[$list]::text[]) AS q;\n" if length $list;
 	$sql .= $o{setup} // '';
 	$qg->sql($sql);
+	return undef if exists $o{key} && !defined $o{key};
 	return key_for($qg, $policy, %o);
 }
 

@@ -1,0 +1,227 @@
+# JWT bearer tokens: HS256 (querygate.jwt_secret, signed here with Digest::SHA), RS256 and ES256
+# (a JWKS stored with set_jwks; keys made and tokens signed with the openssl command). Every bad
+# token - alg none, algorithm confusion, wrong key, tampered, expired, not yet valid, issued in the
+# future, wrong issuer or audience, no policy claim - is the byte-identical 401 of a bad key. A
+# valid token's policy claim chooses the policy; its claims are visible to SQL as
+# current_setting('request.jwt.claims').
+use strict;
+use warnings;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use QuerygateTest;
+use GovernanceTest;
+
+my $secret = 'jwt-test-hs256-secret-0123456789abcdef';
+my $qg = QuerygateTest->start(name => 'jwt', conf => "querygate.jwt_secret = '$secret'\n");
+$qg->sql(q{
+	CREATE ROLE gov_reader NOLOGIN;
+	CREATE ROLE gov_other NOLOGIN;
+	CREATE TABLE accounts (aid int PRIMARY KEY, abalance int);
+	INSERT INTO accounts VALUES (1, 10), (2, 20);
+	GRANT SELECT ON accounts TO gov_reader, gov_other;
+	SELECT querygate.save_query('whoami', 'SELECT current_user::text AS role, current_setting(''request.jwt.claims'', true) AS claims');
+	SELECT querygate.save_query('claims', 'SELECT current_setting(''request.jwt.claims'')::jsonb AS c, current_setting(''request.jwt.claims'')::jsonb ->> ''sub'' AS sub');
+	SELECT querygate.save_query('account', 'SELECT aid, abalance FROM accounts WHERE aid = :aid');
+	SELECT querygate.save_query('other_only', 'SELECT 42 AS answer');
+});
+my $key = policy_key($qg, 'jwt_reader', run_as => 'gov_reader', queries => [qw(whoami claims account)]);
+policy_key($qg, 'jwt_other', run_as => 'gov_other', queries => [qw(whoami claims other_only)], key => undef);
+
+# --- keys and the JWKS
+my $dir = PostgreSQL::Test::Utils::tempdir();
+my $rsa = openssl_key($dir, 'rsa', 'rsa1');
+my $rsa_other = openssl_key($dir, 'rsa', 'rsa_other');
+my $ec = openssl_key($dir, 'ec', 'ec1');
+my $ec_other = openssl_key($dir, 'ec', 'ec_other');
+my $jwks = {
+	keys => [
+		rsa_jwk($rsa, kid => 'rsa1', alg => 'RS256', use => 'sig'),
+		ec_jwk($ec, kid => 'ec1', alg => 'ES256', use => 'sig'),
+		{ %{ rsa_jwk($rsa_other, kid => 'enc1') }, use => 'enc' },    # an encryption key: never used to verify
+	]
+};
+$qg->sql('SELECT querygate.set_jwks(' . sql_quote(json_encode($jwks)) . ')');
+like(sql_error($qg, q{SELECT querygate.set_jwks('{"keys": [{"kty": "RSA", "n": "AQAB", "e": "AQAB"}]}')}), qr/^22023 .*JWKS/,
+	'set_jwks refuses a short RSA key (22023)');
+like(sql_error($qg, q{SELECT querygate.set_jwks('{"nokeys": []}')}), qr/^22023 /, 'set_jwks refuses a document without keys');
+
+my $now = time();
+my %claims = (sub => 'user-1', policy => 'jwt_reader', exp => $now + 600, iat => $now, nbf => $now - 5, role_hint => 'x');
+sub claims { return { %claims, @_ }; }
+sub hs { return jwt_hs256(claims(@_), $secret); }
+
+my $rid = 'jwt-test';
+my $bad = $qg->get('/q/whoami', key => 'qg_' . ('B' x 43), headers => { 'X-Request-Id' => $rid });
+$qg->expect_error($bad, 401, 'unauthorized', 'a bad key');
+
+sub call
+{
+	my ($token, $path) = @_;
+	return $qg->get($path // '/q/whoami', bearer => $token, headers => { 'X-Request-Id' => $rid });
+}
+
+sub accepted
+{
+	my ($token, $name, $role) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $res = call($token);
+	is($res->{status}, 200, "$name: 200") or diag(QuerygateTest::describe($res));
+	my $row = ref $res->{json} eq 'ARRAY' ? $res->{json}[0] : {};
+	is($row->{role} // '', $role // 'gov_reader', "$name: runs as the policy's role");
+	return $res;
+}
+
+sub refused
+{
+	my ($token, $name, $path) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $res = call($token, $path);
+	is("$res->{status} $res->{content}", "401 $bad->{content}", "$name: the 401 of a bad key")
+	  or diag(QuerygateTest::describe($res));
+}
+
+# --- valid tokens
+my $res = accepted(hs(), 'HS256');
+is_deeply(json_decode(ref $res->{json} eq 'ARRAY' ? $res->{json}[0]{claims} : ''), claims(),
+	'HS256: request.jwt.claims holds every claim');
+accepted(jwt_openssl('RS256', $rsa, claims(), kid => 'rsa1'), 'RS256 with kid');
+accepted(jwt_openssl('RS256', $rsa, claims()), 'RS256 without kid');
+accepted(jwt_openssl('ES256', $ec, claims(), kid => 'ec1'), 'ES256 with kid');
+accepted(jwt_openssl('ES256', $ec, claims()), 'ES256 without kid');
+accepted(hs(nbf => $now + 10), 'nbf 10 s ahead (within the 30 s leeway)');
+accepted(hs(iat => $now + 10), 'iat 10 s ahead (within the 30 s leeway)');
+accepted(hs(aud => 'anyone', iss => 'anybody'), 'iss and aud are not checked while unset');
+
+$res = $qg->get('/q/claims', bearer => hs(sub => 'user-7'));
+$qg->expect_rows($res, [ { c => claims(sub => 'user-7'), sub => 'user-7' } ],
+	'current_setting(\'request.jwt.claims\') as jsonb, and a claim from it');
+$res = $qg->get('/q/account?aid=2', bearer => jwt_openssl('ES256', $ec, claims(), kid => 'ec1'));
+$qg->expect_rows($res, [ { aid => 2, abalance => 20 } ], 'ES256 token calling a query with a parameter');
+
+# The policy claim chooses the policy.
+accepted(hs(policy => 'jwt_other'), 'policy claim jwt_other', 'gov_other');
+$res = $qg->get('/q/other_only', bearer => hs(policy => 'jwt_other'));
+$qg->expect_rows($res, [ { answer => 42 } ], 'jwt_other: its own query');
+$res = $qg->get('/q/other_only', bearer => hs());
+$qg->expect_error($res, 404, 'query_not_found', 'jwt_reader: a query granted only to jwt_other');
+$res = $qg->get('/q/account?aid=1', bearer => hs(policy => 'jwt_other'));
+$qg->expect_error($res, 404, 'query_not_found', 'jwt_other: a query granted only to jwt_reader');
+
+# The claims are transaction-local: a key's call right after sees none.
+my $seen_claims = 0;
+for (1 .. 4)
+{
+	call(hs());
+	my $r = $qg->get('/q/whoami', key => $key);
+	$seen_claims++ if $r->{status} != 200 || (defined $r->{json}[0]{claims} && length $r->{json}[0]{claims});
+}
+is($seen_claims, 0, 'a key call right after a token call sees no request.jwt.claims');
+$res = $qg->get('/q/claims', key => $key);
+$qg->expect_error($res, 500, 'query_failed', 'current_setting(\'request.jwt.claims\') without missing_ok, key call');
+
+# --- bad tokens: each the 401 of a bad key
+my $valid = hs();
+my ($h, $p, $s) = split /\./, $valid;
+my $rsa_pub = public_pem($rsa);
+my @bad = (
+	[ 'alg none', jwt_unsigned(claims()) ],
+	[ 'alg none with a signature', jwt_unsigned(claims()) . 'c2ln' ],
+	[ 'alg None', jwt_unsigned(claims(), alg => 'None') ],
+	[ 'alg HS512', do { my $t = jwt_hs256(claims(), $secret, alg => 'HS512'); $t } ],
+	[ 'HS256 with an empty signature', "$h.$p." ],
+	[ 'HS256 signed with another secret', jwt_hs256(claims(), 'another-secret-0123456789abcdef-0123') ],
+	[ 'HS256 signed with the secret plus a byte', jwt_hs256(claims(), "${secret}x") ],
+	[ 'algorithm confusion: HS256 HMAC\'d with the RSA public key PEM', jwt_hs256(claims(), $rsa_pub, kid => 'rsa1') ],
+	[ 'algorithm confusion: HS256 HMAC\'d with the RSA modulus', jwt_hs256(claims(), b64url_decode($jwks->{keys}[0]{n}), kid => 'rsa1') ],
+	[ 'RS256 signed with a key outside the JWKS', jwt_openssl('RS256', $rsa_other, claims(), kid => 'rsa1') ],
+	[ 'RS256 signed with a key outside the JWKS, no kid', jwt_openssl('RS256', $rsa_other, claims()) ],
+	[ 'RS256 signed with the encryption key of the JWKS', jwt_openssl('RS256', $rsa_other, claims(), kid => 'enc1') ],
+	[ 'RS256 naming the EC key', jwt_openssl('RS256', $rsa, claims(), kid => 'ec1') ],
+	[ 'RS256 with an unknown kid', jwt_openssl('RS256', $rsa, claims(), kid => 'nope') ],
+	[ 'ES256 signed with a key outside the JWKS', jwt_openssl('ES256', $ec_other, claims(), kid => 'ec1') ],
+	[ 'ES256 naming the RSA key', jwt_openssl('ES256', $ec, claims(), kid => 'rsa1') ],
+	[ 'ES256 signature in DER, not r||s', do {
+			my $t = jwt_openssl('ES256', $ec, claims(), kid => 'ec1');
+			my ($a, $b) = split /\./, $t;
+			open my $fh, '<:raw', "$ec.sig" or die;
+			local $/;
+			my $der = <$fh>;
+			"$a.$b." . b64url($der);
+		} ],
+	[ 'PS256 header on an RS256 signature', do {
+			my $t = jwt_openssl('RS256', $rsa, claims(), kid => 'rsa1');
+			my (undef, $b, $c) = split /\./, $t;
+			b64url(json_encode({ alg => 'PS256', typ => 'JWT', kid => 'rsa1' })) . ".$b.$c";
+		} ],
+	[ 'tampered payload (another policy)', "$h." . b64url(json_encode(claims(policy => 'jwt_other'))) . ".$s" ],
+	[ 'tampered payload (a later exp)', "$h." . b64url(json_encode(claims(exp => $now + 99999))) . ".$s" ],
+	[ 'tampered header (alg RS256)', b64url(json_encode({ alg => 'RS256', typ => 'JWT' })) . ".$p.$s" ],
+	[ 'padded base64url signature', "$h.$p.$s=" ],
+	[ 'a crit header', jwt_hs256(claims(), $secret, crit => ['exp']) ],
+	[ 'expired an hour ago', hs(exp => $now - 3600) ],
+	[ 'expired two minutes ago', hs(exp => $now - 120) ],
+	[ 'no exp', jwt_hs256({ map { $_ => $claims{$_} } grep { $_ ne 'exp' } keys %claims }, $secret) ],
+	[ 'exp as a string', hs(exp => '' . ($now + 600)) ],
+	[ 'not yet valid (nbf in an hour)', hs(nbf => $now + 3600) ],
+	[ 'not yet valid (nbf in two minutes)', hs(nbf => $now + 120) ],
+	[ 'issued in the future (iat in an hour)', hs(iat => $now + 3600) ],
+	[ 'no policy claim', jwt_hs256({ map { $_ => $claims{$_} } grep { $_ ne 'policy' } keys %claims }, $secret) ],
+	[ 'a policy claim naming no policy', hs(policy => 'no_such_policy') ],
+	[ 'a policy claim that is not a string', hs(policy => [ 'jwt_reader' ]) ],
+	[ 'RS256 expired', jwt_openssl('RS256', $rsa, claims(exp => $now - 3600), kid => 'rsa1') ],
+	[ 'ES256 not yet valid', jwt_openssl('ES256', $ec, claims(nbf => $now + 3600), kid => 'ec1') ],
+	[ 'two parts', "$h.$p" ],
+	[ 'four parts', "$h.$p.$s.$s" ],
+	[ 'not base64url', "$h.$p.\$\$\$" ],
+);
+refused($_->[1], $_->[0]) for @bad;
+$res = $qg->get('/q/whoami', key => hs(), headers => { 'X-Request-Id' => $rid });
+is("$res->{status} $res->{content}", "401 $bad->{content}", 'a JWT sent as X-API-Key is judged as a key: 401');
+$res = $qg->get('/q/no_such_query', bearer => jwt_unsigned(claims()), headers => { 'X-Request-Id' => $rid });
+is("$res->{status} $res->{content}", "401 $bad->{content}", 'alg none calling an unknown query: 401, not 404');
+
+# --- issuer and audience
+$qg->sql(q{ALTER SYSTEM SET querygate.jwt_issuer = 'https://issuer.example'; ALTER SYSTEM SET querygate.jwt_audience = 'querygate-api'});
+$qg->sql('SELECT pg_reload_conf()');
+ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => hs()) }, sub { $_[0]{status} == 401 }),
+	'jwt_issuer and jwt_audience reached every worker');
+my %ia = (iss => 'https://issuer.example', aud => 'querygate-api');
+accepted(hs(%ia), 'the configured iss and aud');
+accepted(hs(%ia, aud => [ 'other', 'querygate-api' ]), 'aud as an array holding the audience');
+accepted(jwt_openssl('RS256', $rsa, claims(%ia), kid => 'rsa1'), 'RS256 with the configured iss and aud');
+refused(hs(%ia, iss => 'https://evil.example'), 'a wrong issuer');
+refused(hs(%ia, iss => 'https://issuer.example/'), 'an issuer with a trailing slash');
+refused(hs(aud => 'querygate-api'), 'no issuer');
+refused(hs(%ia, aud => 'other-api'), 'a wrong audience');
+refused(hs(%ia, aud => [ 'other', 'api' ]), 'an audience array without the audience');
+refused(hs(iss => 'https://issuer.example'), 'no audience');
+refused(jwt_openssl('ES256', $ec, claims(%ia, aud => 'x'), kid => 'ec1'), 'ES256 with a wrong audience');
+$qg->sql(q{ALTER SYSTEM RESET querygate.jwt_issuer; ALTER SYSTEM RESET querygate.jwt_audience});
+$qg->sql('SELECT pg_reload_conf()');
+ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => hs()) }, sub { $_[0]{status} == 200 }),
+	'issuer and audience unset again');
+
+# --- the JWKS removed: RS256 and ES256 refused from the next call; HS256 still works
+$qg->sql('SELECT querygate.set_jwks(NULL)');
+refused(jwt_openssl('RS256', $rsa, claims(), kid => 'rsa1'), 'RS256 once the JWKS is removed');
+refused(jwt_openssl('ES256', $ec, claims(), kid => 'ec1'), 'ES256 once the JWKS is removed');
+accepted(hs(), 'HS256 without a JWKS');
+$qg->sql('SELECT querygate.set_jwks(' . sql_quote(json_encode({ keys => [ ec_jwk($ec, kid => 'ec1') ] })) . ')');
+accepted(jwt_openssl('ES256', $ec, claims(), kid => 'ec1'), 'ES256 once a JWKS holds its key again');
+refused(jwt_openssl('RS256', $rsa, claims(), kid => 'rsa1'), 'RS256 whose key is no longer in the JWKS');
+
+# --- the HS256 secret: superuser-only, at least 32 bytes
+like(sql_error($qg, q{SET ROLE gov_reader; SHOW querygate.jwt_secret}), qr/^42501 /, 'jwt_secret is hidden from other roles');
+$qg->set_and_reload('querygate.jwt_secret', 'too-short');
+ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => hs()) }, sub { $_[0]{status} == 401 }),
+	'a secret under 32 bytes: HS256 tokens are refused');
+$res = $qg->get('/q/account?aid=1', key => $key);
+is($res->{status}, 200, 'keys still work with a short HS256 secret');
+refused(jwt_hs256(claims(), 'too-short'), 'HS256 signed with the short secret');
+$qg->set_and_reload('querygate.jwt_secret', '');
+ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => jwt_openssl('ES256', $ec, claims(), kid => 'ec1')) },
+		sub { $_[0]{status} == 200 }), 'an empty secret reloaded');
+refused(jwt_hs256(claims(), ''), 'HS256 with an empty secret configured (signed with the empty key)');
+refused(hs(), 'HS256 with an empty secret configured (signed with the old secret)');
+
+done_testing();
