@@ -56,6 +56,9 @@ my @escapes = (
 	[ intersect => 'SELECT aid AS v FROM accounts WHERE aid = :id INTERSECT SELECT id FROM secrets', 'public.secrets' ],
 	[ except => 'SELECT aid AS v FROM accounts WHERE aid = :id EXCEPT SELECT id FROM secrets WHERE id > 100',
 		'public.secrets' ],
+	[ system_catalog => 'SELECT aid, (SELECT count(*)::int FROM pg_catalog.pg_class) AS n FROM accounts WHERE aid = :id',
+		'pg_catalog.pg_class' ],
+	[ table_syntax => 'SELECT t.id FROM (TABLE secrets) t WHERE t.id = :id', 'public.secrets' ],
 	[ union_in_sublink => 'SELECT aid FROM accounts WHERE aid = :id AND aid IN (SELECT bid FROM branches UNION SELECT id FROM secrets)',
 		'public.secrets' ],
 );

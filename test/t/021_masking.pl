@@ -31,8 +31,10 @@ $qg->sql(qq{
 	  AS 'SELECT name, ssn FROM people ORDER BY id';
 	CREATE FUNCTION person_row(int) RETURNS people LANGUAGE sql STABLE
 	  AS 'SELECT * FROM people WHERE id = \$1';
+	CREATE FUNCTION get_ssn(int) RETURNS text LANGUAGE sql STABLE
+	  AS 'SELECT ssn FROM people WHERE id = \$1';
 	GRANT SELECT ON people, people_v, people_vv TO gov_reader;
-	GRANT EXECUTE ON FUNCTION opaque_people(), person_row(int) TO gov_reader;
+	GRANT EXECUTE ON FUNCTION opaque_people(), person_row(int), get_ssn(int) TO gov_reader;
 });
 my $secret = mask_secret($qg);
 is(length $secret, 32, 'the mask secret is 32 bytes');
@@ -86,8 +88,11 @@ my @cases = (
 	[ aggregates => 'SELECT dept, count(ssn) AS a, max(salary) AS b, string_agg(email, \',\' ORDER BY id) AS c, array_agg(ssn ORDER BY id) AS d, min(age) AS e, count(*)::int AS n, sum(length(ssn)) AS f FROM people GROUP BY dept ORDER BY dept',
 		'masked', dept => 'text', a => 'hash', b => 'null', c => 'mask', d => 'hash', e => 'mask_nontext', n => 'int',
 		f => 'hash' ],
-	[ aggregate_no_group => 'SELECT count(DISTINCT ssn) AS a, avg(salary) AS b, json_agg(ssn ORDER BY id) AS c FROM people',
-		'masked', a => 'hash', b => 'null', c => 'hash' ],
+	[ aggregate_no_group => 'SELECT count(DISTINCT ssn) AS a, avg(salary) AS b, json_agg(ssn ORDER BY id) AS c, json_object_agg(name, ssn ORDER BY id) AS d, array_to_string(array_agg(ssn ORDER BY id), \';\') AS e FROM people',
+		'masked', a => 'hash', b => 'null', c => 'hash', d => 'hash', e => 'hash' ],
+	[ rows_and_arrays => 'SELECT id, ROW(id, ssn)::text AS a, ARRAY[name, ssn] AS b, (ARRAY[ssn, name])[1] AS c, (SELECT p2 FROM people p2 WHERE p2.id = p.id)::text AS d FROM people p ORDER BY id',
+		'masked', id => 'int', a => 'hash', b => 'hash', c => 'hash', d => 'drop' ],
+	[ whole_row_view => 'SELECT v AS r FROM people_v v ORDER BY v.id', 'hashed', r => 'hash' ],
 	[ windows => 'SELECT id, sum(salary) OVER () AS a, lag(email) OVER (ORDER BY id) AS b, first_value(ssn) OVER (ORDER BY id) AS c, row_number() OVER (ORDER BY id) AS r, count(note) OVER () AS d FROM people ORDER BY id',
 		'masked', id => 'int', a => 'null', b => 'mask', c => 'hash', r => 'int', d => 'drop' ],
 	[ case_exprs => 'SELECT id, CASE WHEN salary > 5500 THEN \'high\' ELSE \'low\' END AS band, CASE WHEN id = 1 THEN ssn ELSE name END AS mixed, CASE email WHEN \'x\' THEN 1 ELSE 0 END AS z, coalesce(city, name) AS c, nullif(ssn, \'\') AS n, greatest(ssn, name) AS g FROM people ORDER BY id',
@@ -132,10 +137,11 @@ $qg->sql(q{
 	SELECT querygate.save_query('opaque_star', 'SELECT * FROM opaque_people()');
 	SELECT querygate.save_query('opaque_record', 'SELECT (person_row(1)).ssn AS s');
 	SELECT querygate.save_query('opaque_in_subquery', 'SELECT x.n FROM (SELECT name AS n FROM opaque_people()) x');
+	SELECT querygate.save_query('opaque_scalar', 'SELECT get_ssn(1) AS s');
 	SELECT querygate.save_query('hash_pid', 'SELECT pg_backend_pid() AS pid, ssn, pg_sleep(:sleep)::text AS z FROM people WHERE id = 1');
 	SELECT querygate.save_query('names', 'SELECT id, name, dept FROM people ORDER BY id');
 });
-my @names = ((map { $_->[0] } @cases), qw(opaque_from opaque_star opaque_record opaque_in_subquery hash_pid names));
+my @names = ((map { $_->[0] } @cases), qw(opaque_from opaque_star opaque_record opaque_in_subquery opaque_scalar hash_pid names));
 my %key;
 $key{$_} = policy_key($qg, $_, run_as => 'gov_reader', queries => \@names) for qw(masked hashed plain);
 $qg->sql(q{
@@ -182,6 +188,8 @@ is_deeply([ map { exists $_->{salary} ? $_->{salary} : 'absent' } @$rows ], [ un
 is(scalar(grep { exists $_->{note} } @$rows), 0, 'drop: the key is absent from every row object');
 like($res->{content}, qr/^\[\{"id":1,"name":"Alice","email":"a\*\*\*\@example\.com","ssn":"[0-9a-f]{64}","salary":null,"age":null,"city":"O\*\*\*","dept":"eng"\},/,
 	'the row text: dropped column absent, column order kept');
+my $page2 = $qg->get('/q/plain?page=2&page_size=1', key => $key{masked});
+$qg->expect_rows($page2, [ $rows->[1] ], 'page 2 (read through a cursor) is masked like page 1');
 my $again = $qg->get('/q/plain', key => $key{masked});
 is($again->{content}, $res->{content}, 'hash: the same on the next call');
 is($qg->get('/q/plain', key => $key{hashed})->{json}[1]{ssn}, $hashes[1], 'hash: the same under another policy');
@@ -251,6 +259,18 @@ for my $q (qw(opaque_from opaque_star opaque_record opaque_in_subquery))
 	$res = $qg->get("/q/$q", key => $key{plain});
 	is($res->{status}, 200, "$q: 200 for a policy without mask rules") or diag(QuerygateTest::describe($res));
 }
+# A scalar user-defined function reads a masked column inside its body: its result's sources cannot
+# be known from the query, so it must not be served as it is (refused, or masked).
+$res = $qg->get('/q/opaque_scalar', key => $key{masked});
+{
+	local $TODO = 'a scalar user-defined function reading a masked column is served unmasked (reported)';
+	ok($res->{status} == 403 || (ref $res->{json} eq 'ARRAY' && ($res->{json}[0]{s} // '') ne '123-45-6789'),
+		'a scalar function returning a masked column is not served in clear')
+	  or diag(QuerygateTest::describe($res));
+}
+$res = $qg->get('/q/opaque_scalar', key => $key{plain});
+$qg->expect_rows($res, [ { s => '123-45-6789' } ], 'opaque_scalar without mask rules');
+
 # A mask rule on an unrelated table still makes the policy refuse what it cannot trace.
 $qg->sql(q{SELECT querygate.mask('plain', 'no_such_table.x', 'hash')});
 $res = $qg->get('/q/opaque_from', key => $key{plain});
@@ -265,5 +285,19 @@ is( $qg->sql(q{SELECT string_agg(c->>'name' || '=' || coalesce(c->>'mask', '-'),
 	'id=-,social=hash,contact=mask,yearly=null', 'explain: the mask of each column of a view');
 is($qg->sql(q{SELECT querygate.explain('masked', 'opaque_from')->'refused'->>'code'}), 'mask_unresolvable',
 	'explain: a function in FROM is refused');
+
+# --- the schema changes under a kept plan: the next call is masked by the new lineage
+$res = $qg->get('/q/star', key => $key{masked});
+is($res->{status}, 200, 'SELECT * before the table changes');
+$qg->sql(q{ALTER TABLE people ADD COLUMN pin text DEFAULT '4242'; SELECT querygate.mask('masked', 'people.pin', 'hash');});
+$res = $qg->get('/q/star', key => $key{masked});
+is_deeply([ map { $_->{pin} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] } ], [ (hmac_of($secret, '4242')) x 3 ],
+	'a column added after the plan was made: SELECT * returns it hashed') or diag(QuerygateTest::describe($res));
+$res = $qg->get('/q/views', key => $key{masked});
+is($res->{json}[0]{contact} // '', 'a***@example.com', 'the view before it is redefined');
+$qg->sql(q{CREATE OR REPLACE VIEW people_v AS SELECT id, ssn AS social, salary::text AS contact, salary * 12 AS yearly FROM people});
+$res = $qg->get('/q/views', key => $key{masked});
+is_deeply([ map { $_->{contact} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] } ], [ undef, undef, undef ],
+	'the view redefined (contact now from salary): the next call nulls it') or diag(QuerygateTest::describe($res));
 
 done_testing();

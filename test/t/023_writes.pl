@@ -38,6 +38,9 @@ my %q = (
 	bump_from_read => 'SELECT bump(:aid) AS b',
 	nextval_from_read => 'SELECT nextval(\'audit_log_id_seq\')::int AS n',
 	balance => 'SELECT abalance FROM pgbench_accounts WHERE aid = :aid',
+	read_write_escape => 'SELECT set_config(\'transaction_read_only\', \'off\', true) AS a, log_it(:msg) AS b',
+	reset_rich => 'UPDATE pgbench_accounts SET abalance = 0 WHERE abalance > :min',
+	deposit_in_cte => 'WITH u AS (UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid RETURNING aid, abalance) SELECT aid, abalance FROM u',
 );
 $qg->sql(join('', map { 'SELECT querygate.save_query(' . sql_quote($_) . ', ' . sql_quote($q{$_}) . ");\n" } sort keys %q));
 my @all = sort keys %q;
@@ -119,6 +122,13 @@ refused('/q/log_from_read?msg=hello', $full, 403, 'read_only', 'SELECT log_it(..
 refused('/q/bump_from_read?aid=3', $full, 403, 'read_only', 'SELECT bump(...) (an UPDATE inside an SQL function)');
 refused('/q/nextval_from_read', $full, 403, 'read_only', 'SELECT nextval(...)');
 refused('/q/log_from_read?msg=hello', $reader, 403, 'read_only', 'SELECT log_it(...) for a read-only policy');
+{
+	my $before = state() . ' / ' . logged();
+	my $r = $qg->get('/q/read_write_escape?msg=escape', key => $full);
+	ok($r->{status} == 403 || $r->{status} == 500, 'set_config(transaction_read_only, off) then a write: refused')
+	  or diag(QuerygateTest::describe($r));
+	is(state() . ' / ' . logged(), $before, 'set_config(transaction_read_only, off): nothing changed in the database');
+}
 
 # --- with the operations granted
 $res = $qg->get('/q/close_in_cte?aid=4', key => $full);
@@ -148,9 +158,14 @@ my $secret = mask_secret($qg);
 $res = $qg->get('/q/deposit_returning?aid=5&delta=25', key => $full);
 $qg->expect_rows($res, [ { aid => 5, abalance => hmac_of($secret, '50') } ], 'RETURNING with *.abalance hashed');
 is(balance(5), '50', 'the masked write was made');
+refused('/q/reset_rich?min=10', $full, 403, 'mask_predicate', 'an UPDATE filtering on a hashed column');
+$res = $qg->get('/q/deposit_in_cte?aid=5&delta=1', key => $full);
+$qg->expect_rows($res, [ { aid => 5, abalance => hmac_of($secret, '51') } ], 'an UPDATE CTE\'s RETURNING, selected: hashed');
+is(balance(5), '51', 'the write in the CTE was made');
 $qg->sql(q{SELECT querygate.mask('full', 'pgbench_accounts.abalance', 'drop')});
 $res = $qg->get('/q/deposit_returning?aid=5&delta=1', key => $full);
 $qg->expect_rows($res, [ { aid => 5 } ], 'RETURNING with abalance dropped');
+is(balance(5), '52', 'the write with a dropped RETURNING column was made');
 $res = $qg->get('/q/insert_in_cte?aid=12', key => $full);
 $qg->expect_rows($res, [ { aid => 12 } ], 'an INSERT CTE returning an unmasked column');
 $qg->sql(q{SELECT querygate.unmask('full', 'pgbench_accounts.abalance'); SELECT querygate.unmask('full', '*.abalance');});

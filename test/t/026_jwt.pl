@@ -201,6 +201,16 @@ $qg->sql('SELECT pg_reload_conf()');
 ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => hs()) }, sub { $_[0]{status} == 200 }),
 	'issuer and audience unset again');
 
+# --- another policy claim
+$qg->set_and_reload('querygate.jwt_policy_claim', 'qg_policy');
+ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => hs()) }, sub { $_[0]{status} == 401 }),
+	'jwt_policy_claim = qg_policy reached every worker');
+accepted(hs(policy => undef, qg_policy => 'jwt_other'), 'the policy named by the qg_policy claim', 'gov_other');
+refused(hs(), 'a token with only the policy claim, once the claim is qg_policy');
+$qg->sql('ALTER SYSTEM RESET querygate.jwt_policy_claim; SELECT pg_reload_conf()');
+ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => hs()) }, sub { $_[0]{status} == 200 }),
+	'jwt_policy_claim back to policy');
+
 # --- the JWKS removed: RS256 and ES256 refused from the next call; HS256 still works
 $qg->sql('SELECT querygate.set_jwks(NULL)');
 refused(jwt_openssl('RS256', $rsa, claims(), kid => 'rsa1'), 'RS256 once the JWKS is removed');
@@ -223,5 +233,21 @@ ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => jwt_openssl
 		sub { $_[0]{status} == 200 }), 'an empty secret reloaded');
 refused(jwt_hs256(claims(), ''), 'HS256 with an empty secret configured (signed with the empty key)');
 refused(hs(), 'HS256 with an empty secret configured (signed with the old secret)');
+
+# Algorithm confusion with no HS256 secret at all and the RSA key in the JWKS: an HS256 token is
+# never checked against a public key, whatever form of it was used as the HMAC key.
+$qg->sql('SELECT querygate.set_jwks(' . sql_quote(json_encode({ keys => [ rsa_jwk($rsa, kid => 'rsa1') ] })) . ')');
+accepted(jwt_openssl('RS256', $rsa, claims(), kid => 'rsa1'), 'RS256 with the RSA key back in the JWKS');
+(my $pem_trimmed = $rsa_pub) =~ s/\s+$//;
+my $rsa_der_file = "$rsa.pub.der";
+run_command([ 'openssl', 'pkey', '-in', $rsa, '-pubout', '-outform', 'DER', '-out', $rsa_der_file ]);
+my $rsa_der = do { open my $fh, '<:raw', $rsa_der_file or die; local $/; <$fh> };
+for my $c ([ 'the public key PEM', $rsa_pub ], [ 'the PEM without its last newline', $pem_trimmed ],
+	[ 'the public key DER', $rsa_der ], [ 'the JWK JSON', json_encode(rsa_jwk($rsa, kid => 'rsa1')) ],
+	[ 'the modulus bytes', b64url_decode(rsa_jwk($rsa)->{n}) ])
+{
+	refused(jwt_hs256(claims(), $c->[1], kid => 'rsa1'), "algorithm confusion, no HS256 secret: HS256 keyed with $c->[0]");
+	refused(jwt_hs256(claims(), $c->[1]), "algorithm confusion, no HS256 secret, no kid: HS256 keyed with $c->[0]");
+}
 
 done_testing();

@@ -157,4 +157,16 @@ ok(!defined $res->{json}[0]{t} || $res->{json}[0]{t} eq '', 'a call without a te
 $res = call(none => '/q/list');
 $qg->expect_rows($res, [], 'and sees no rows');
 
+# --- another tenant claim
+$qg->set_and_reload('querygate.jwt_tenant_claim', 'org');
+my $org_acme = jwt_hs256({ sub => 'o1', policy => 'app', org => 'acme', tenant => 'globex', exp => time() + 3600 }, $jwt_secret);
+ok( poll_fresh(sub { fresh_request($qg, 'GET', '/q/my_tenant', bearer => $org_acme) },
+		sub { ref $_[0]{json} eq 'ARRAY' && ($_[0]{json}[0]{t} // '') eq 'acme' }),
+	'jwt_tenant_claim = org reached every worker');
+$res = $qg->get('/q/list', bearer => $org_acme);
+is(join(',', map { $_->{tenant} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] }), 'acme,acme,acme,acme',
+	'the org claim chooses the tenant (the tenant claim is ignored)');
+$res = $qg->get('/q/count_all', bearer => $globex);
+$qg->expect_rows($res, [ { n => 0 } ], 'a token with only a tenant claim now has no tenant: no rows');
+
 done_testing();
