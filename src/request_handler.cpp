@@ -2,10 +2,10 @@
 #include "request_handler.hpp"
 
 #include "chars.hpp"
+#include "json_body.hpp"
 #include "json_text.hpp"
 #include "settings.hpp"
 
-#include <jansson.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -88,89 +88,38 @@ ApiError invalid_paging(const char *what)
                                                    : max_page));
 }
 
-// The shortest decimal text that reads back as the same double.
-std::string real_text(double v)
-{
-    char buf[40];
-    for (int precision = 15; precision <= 17; precision++) {
-        std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-        if (std::strtod(buf, nullptr) == v)
-            break;
-    }
-    return buf;
-}
-
-struct JsonDeleter {
-    void operator()(json_t *j) const { json_decref(j); }
-};
-using JsonPtr = std::unique_ptr<json_t, JsonDeleter>;
-
-// One parameter value from a JSON body, as the text its type's input function will read.
-CallParam param_from_json(const char *name, json_t *value)
-{
-    CallParam p;
-    p.name = name;
-    switch (json_typeof(value)) {
-    case JSON_STRING:
-        p.value.assign(json_string_value(value), json_string_length(value));
-        break;
-    case JSON_INTEGER:
-        p.value = std::to_string(static_cast<long long>(json_integer_value(value)));
-        break;
-    case JSON_REAL:
-        p.value = real_text(json_real_value(value));
-        break;
-    case JSON_TRUE:
-        p.value = "true";
-        break;
-    case JSON_FALSE:
-        p.value = "false";
-        break;
-    case JSON_NULL:
-        p.is_null = true;
-        break;
-    case JSON_OBJECT:
-    case JSON_ARRAY: {
-        // Passed as JSON text, for json and jsonb parameters (other types will refuse it).
-        char *text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
-        p.value = text ? text : "";
-        std::free(text);
-        break;
-    }
-    }
-    return p;
-}
-
-// Reads a POST body into the call. Returns an error when the body is not what the API takes.
+// Reads a POST body into the call. An empty body is a call without parameters (curl -X POST).
 ApiError read_json_body(const std::string &body, CallRequest &call, bool &page_given,
                         bool &size_given)
 {
     if (body.find_first_not_of(" \t\r\n") == std::string::npos)
         return ApiError();
-    json_error_t jerr;
-    JsonPtr root(json_loadb(body.data(), body.size(), JSON_REJECT_DUPLICATES, &jerr));
-    if (!root)
-        return api_errors::make(400, "invalid_body",
-                                std::string("the body is not valid JSON: ") + jerr.text);
-    if (!json_is_object(root.get()))
+    json_body::Value root;
+    std::string error;
+    if (!json_body::parse(body, root, error))
+        return api_errors::make(400, "invalid_body", "the body is not valid JSON: " + error);
+    if (root.kind != json_body::Value::Kind::object)
         return api_errors::make(400, "invalid_body", "the body must be a JSON object");
-    const char *field;
-    json_t *value;
-    json_object_foreach(root.get(), field, value)
-    {
-        if (std::strcmp(field, "params") == 0) {
-            if (!json_is_object(value))
+    using Kind = json_body::Value::Kind;
+    for (const auto &[field, value] : root.members) {
+        if (field == "params") {
+            if (value.kind != Kind::object)
                 return api_errors::make(400, "invalid_body", "\"params\" must be a JSON object");
-            const char *pname;
-            json_t *pvalue;
-            json_object_foreach(value, pname, pvalue) call.params.push_back(param_from_json(pname, pvalue));
-        } else if (std::strcmp(field, "page") == 0 || std::strcmp(field, "page_size") == 0) {
-            bool is_page = field[4] == '\0';
+            for (const auto &[name, v] : value.members) {
+                // Every kind reaches the parameter's input function as text: numbers as written,
+                // strings decoded, objects and arrays as JSON text; null is SQL NULL.
+                CallParam p;
+                p.name = name;
+                p.is_null = v.kind == Kind::null;
+                p.value = v.text;
+                call.params.push_back(std::move(p));
+            }
+        } else if (field == "page" || field == "page_size") {
+            bool is_page = field == "page";
             long max = is_page ? max_page : settings::max_page_size;
-            json_int_t v = json_is_integer(value) ? json_integer_value(value) : 0;
-            if (v < 1 || v > max)
-                return invalid_paging(field);
-            (is_page ? call.page : call.page_size) = static_cast<long>(v);
+            if (value.kind != Kind::number ||
+                !parse_positive(value.text, max, is_page ? call.page : call.page_size))
+                return invalid_paging(field.c_str());
             (is_page ? page_given : size_given) = true;
         } else {
             ApiError e = api_errors::make(400, "invalid_body", "unknown field in the body");
