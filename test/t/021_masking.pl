@@ -196,7 +196,7 @@ is($qg->get('/q/plain', key => $key{hashed})->{json}[1]{ssn}, $hashes[1], 'hash:
 
 # Across workers: a slow call holds one worker; the other answers a second call meanwhile.
 {
-	my $slow = start_request($qg, '/q/hash_pid?sleep=1.5', 'X-API-Key' => $key{masked});
+	my $slow = start_request($qg, '/q/hash_pid?sleep=3', 'X-API-Key' => $key{masked});
 	ok( poll_until(
 			sub {
 				$qg->sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'querygate http worker' AND state = 'active' AND query LIKE '%pg_sleep%'})
