@@ -107,8 +107,12 @@ bool given(const std::vector<CallParam> &params, const std::string &name, const 
 // the query (so parameter names are never revealed to anyone else): missing ones (param_required
 // when nothing else is wrong), unknown, repeated, NUL-holding or rule-breaking ones
 // (param_invalid), and from_claim parameters (param_from_claim, sign_in_required, claim_missing).
+// matches_pattern(pattern, value) runs PostgreSQL's regex engine; it is only called for values
+// that passed every other check.
+template <typename PatternCheck>
 ApiError resolve_params(const CachedQuery &query, const Caller &caller,
-                        const std::vector<CallParam> &params, std::vector<Resolved> &out)
+                        const std::vector<CallParam> &params, std::vector<Resolved> &out,
+                        PatternCheck &&matches_pattern)
 {
     std::vector<std::pair<std::string, std::string>> problems;
     bool only_missing = true;
@@ -144,6 +148,9 @@ ApiError resolve_params(const CachedQuery &query, const Caller &caller,
                 only_missing = false;
             } else if (rule != nullptr && !p->is_null) {
                 std::string problem = param_rules::check(*rule, p->value);
+                if (problem.empty() && !rule->pattern.empty() &&
+                    !matches_pattern(rule->pattern, p->value))
+                    problem = "does not match the required pattern";
                 if (!problem.empty()) {
                     problems.emplace_back(name, problem);
                     only_missing = false;
@@ -201,7 +208,7 @@ struct QueryRunner::State {
 
     ApiError authenticate(const CallRequest &request, const char *key_hash_hex, Caller &caller);
     void configure_verifier();
-    ApiError check_patterns(const CachedQuery &query, const std::vector<Resolved> &values);
+    bool matches_pattern(const std::string &pattern, const std::string &value);
     void ensure_search_path(const std::string &path);
     void begin_call(const CachedQuery &query, const Caller &caller, Oid role);
     void end_call();
@@ -237,13 +244,18 @@ void QueryRunner::State::configure_verifier()
     config.issuer = settings::jwt_issuer ? settings::jwt_issuer : "";
     config.audience = settings::jwt_audience ? settings::jwt_audience : "";
     std::string error;
-    if (!verifier.configure(config, error)) {
-        // Keep serving keys; tokens are refused until the configuration is fixed.
-        jwt::Config none;
-        std::string ignored;
-        verifier.configure(none, ignored);
-        ereport(WARNING, (errmsg("querygate: bearer tokens are refused: %s", error.c_str())));
-    }
+    if (verifier.configure(config, error))
+        return;
+    // A bad secret (too short) turns off HS256 only; a bad JWKS turns off RS256/ES256 only. Keys
+    // are served either way, and what is refused is said in the log.
+    ereport(WARNING, (errmsg("querygate: some bearer tokens are refused: %s", error.c_str())));
+    jwt::Config without_secret = config;
+    without_secret.hs256_secret.clear();
+    jwt::Config without_jwks = config;
+    without_jwks.jwks_json.clear();
+    std::string ignored;
+    if (!verifier.configure(without_secret, ignored) && !verifier.configure(without_jwks, ignored))
+        verifier.configure(jwt::Config(), ignored);
 }
 
 ApiError QueryRunner::State::authenticate(const CallRequest &request, const char *key_hash_hex,
@@ -286,31 +298,16 @@ ApiError QueryRunner::State::authenticate(const CallRequest &request, const char
     return ApiError();
 }
 
-ApiError QueryRunner::State::check_patterns(const CachedQuery &query,
-                                            const std::vector<Resolved> &values)
+bool QueryRunner::State::matches_pattern(const std::string &pattern, const std::string &value)
 {
-    ApiError err;
-    for (size_t i = 0; i < query.param_names.size(); i++) {
-        const param_rules::Rule *rule = param_rules::find(query.rules, query.param_names[i]);
-        if (rule == nullptr || rule->pattern.empty() || values[i].is_null ||
-            !rule->from_claim.empty())
-            continue;
-        const char *pattern = rule->pattern.c_str();
-        const char *value = values[i].value.c_str();
-        bool ok = false;
-        pg::guard([&] {
-            // Not valid in the database encoding: the input function would refuse it anyway.
-            ok = pg_verifymbstr(value, strlen(value), true) && pattern_matches_whole(pattern, value);
-        });
-        if (!ok)
-            err.errors.emplace_back(query.param_names[i], "does not match the required pattern");
-    }
-    if (!err.errors.empty()) {
-        err.status = 400;
-        err.code = "param_invalid";
-        err.message = "invalid parameters";
-    }
-    return err;
+    const char *p = pattern.c_str();
+    const char *v = value.c_str();
+    bool ok = false;
+    pg::guard([&] {
+        // Not valid in the database encoding: the input function would refuse it anyway.
+        ok = pg_verifymbstr(v, strlen(v), true) && pattern_matches_whole(p, v);
+    });
+    return ok;
 }
 
 void QueryRunner::State::ensure_search_path(const std::string &path)
@@ -622,11 +619,13 @@ CallResult QueryRunner::run(const CallRequest &request)
                    query == nullptr || caller.policy->queries.count(query->name) == 0) {
             query = nullptr;
             result.error = api_errors::query_not_found();
-        } else if (ApiError bad = resolve_params(*query, caller, request.params, values);
+        } else if (ApiError bad = resolve_params(
+                       *query, caller, request.params, values,
+                       [&s](const std::string &p, const std::string &v) {
+                           return s.matches_pattern(p, v);
+                       });
                    bad.set()) {
             result.error = std::move(bad);
-        } else if (ApiError bad_pattern = s.check_patterns(*query, values); bad_pattern.set()) {
-            result.error = std::move(bad_pattern);
         } else {
             Oid role = caller.policy->run_as;
             bool role_exists = false;
