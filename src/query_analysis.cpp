@@ -23,6 +23,7 @@
 extern "C" {
 #include "access/relation.h"
 #include "access/transam.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -367,6 +368,32 @@ const char *const transparent_functions[] = {
     "string_to_table",
 };
 
+// Built-in functions that run SQL given as text or read whole tables: like a user-defined function,
+// their result can hold any column the role may read.
+const char *const database_reading_builtins[] = {
+    "query_to_xml",    "query_to_xmlschema",    "query_to_xml_and_xmlschema",
+    "cursor_to_xml",   "cursor_to_xmlschema",   "table_to_xml",
+    "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
+    "schema_to_xmlschema", "schema_to_xml_and_xmlschema", "database_to_xml",
+    "database_to_xmlschema", "database_to_xml_and_xmlschema", "ts_stat",
+};
+
+// True for a function whose result the analysis cannot trace: any user-defined function (its body
+// can read any table the role may read; so can a user-defined operator, aggregate or type's I/O),
+// and the built-ins above.
+bool can_read_database(Oid funcid, void *)
+{
+    if (funcid >= FirstNormalObjectId)
+        return true;
+    char *name = get_func_name(funcid);
+    if (name == nullptr)
+        return true;
+    for (const char *f : database_reading_builtins)
+        if (std::strcmp(f, name) == 0)
+            return true;
+    return false;
+}
+
 bool is_transparent_function(Node *expr)
 {
     if (expr == nullptr || !IsA(expr, FuncExpr))
@@ -381,6 +408,19 @@ bool is_transparent_function(Node *expr)
         if (std::strcmp(t, name) == 0)
             return true;
     return false;
+}
+
+// The view a rewritten subquery was expanded from, or InvalidOid. In PostgreSQL 15 the view's
+// query keeps the view itself as its first range-table entry (*OLD*).
+Oid view_of_subquery(Query *subquery)
+{
+    if (subquery == nullptr || subquery->rtable == NIL)
+        return InvalidOid;
+    RangeTblEntry *first = static_cast<RangeTblEntry *>(linitial(subquery->rtable));
+    if (first->rtekind == RTE_RELATION && first->relkind == RELKIND_VIEW &&
+        first->eref != nullptr && std::strcmp(first->eref->aliasname, "old") == 0)
+        return first->relid;
+    return InvalidOid;
 }
 
 // The sources of column attno (0: the whole row) of RTE rtindex at this level.
@@ -409,12 +449,21 @@ void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *se
         }
         break;
     }
-    case RTE_SUBQUERY:
+    case RTE_SUBQUERY: {
+        // An expanded view is a source itself as well, so a rule on a view's column applies.
+        Oid view = view_of_subquery(rte->subquery);
+        if (OidIsValid(view)) {
+            if (attno == 0)
+                add_all_columns(view, set);
+            else if (attno > 0)
+                add_column(set, view, attno);
+        }
         if (attno == 0)
             trace_all_query_columns(rte->subquery, level, set);
         else
             trace_query_column(rte->subquery, attno, level, false, set);
         break;
+    }
     case RTE_JOIN:
         if (attno == 0) {
             for (int i = 1; i <= list_length(rte->joinaliasvars); i++)
@@ -553,12 +602,10 @@ bool trace_walker(Node *node, TraceContext *context)
                                     context->set);
         return false;
     }
-    if (IsA(node, FuncExpr)) {
-        // A record from a user-defined function: its fields can hold anything.
-        FuncExpr *func = reinterpret_cast<FuncExpr *>(node);
-        if (func->funcid >= FirstNormalObjectId && type_is_rowtype(func->funcresulttype))
-            mark_unresolvable(context->set, "a record from a user-defined function");
-    }
+    // A value computed by a function that can read the database is not traced through its
+    // arguments: get_ssn(id) may return a masked column that no Var here names.
+    if (check_functions_in_node(node, can_read_database, nullptr))
+        mark_unresolvable(context->set, "a function that can read any table (a user-defined function)");
     if (IsA(node, Query))
         return false; // only reached through sublinks, handled above
     return expression_tree_walker(node, WALKER(trace_walker), context);
@@ -659,10 +706,17 @@ void collect_predicates(Query *query, Level *parent, ColumnSet *set)
         case RTE_SUBQUERY:
             collect_predicates(rte->subquery, &level, set);
             break;
-        case RTE_FUNCTION:
+        case RTE_FUNCTION: {
+            // The arguments of a function in FROM decide how many rows it makes:
+            // generate_series(1, salary / 1000) counts a masked column out loud.
+            ListCell *fc;
+            foreach (fc, rte->functions)
+                trace_expr(lfirst_node(RangeTblFunction, fc)->funcexpr, &level, set);
             (void)sublink_walker(reinterpret_cast<Node *>(rte->functions), &context);
             break;
+        }
         case RTE_TABLEFUNC:
+            trace_expr(reinterpret_cast<Node *>(rte->tablefunc), &level, set);
             (void)sublink_walker(reinterpret_cast<Node *>(rte->tablefunc), &context);
             break;
         case RTE_VALUES:
