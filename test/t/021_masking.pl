@@ -292,6 +292,16 @@ $qg->sql(q{SELECT querygate.unmask('plain', 'no_such_table.x')});
 $res = $qg->get('/q/opaque_from', key => $key{plain});
 is($res->{status}, 200, 'opaque_from once that rule is removed') or diag(QuerygateTest::describe($res));
 
+# --- a rule naming a view's column applies to that column (the view is a source as well)
+{
+	my $vkey = policy_key($qg, 'viewrule', run_as => 'gov_reader', queries => ['views']);
+	$qg->sql(q{SELECT querygate.mask('viewrule', 'people_v.social', 'hash')});
+	my $r = $qg->get('/q/views', key => $vkey);
+	is($r->{json}[0]{social} // '', hmac_of($secret, '123-45-6789'), 'a rule on a view column hashes it');
+	is($r->{json}[0]{contact} // '', 'alice@example.com', 'the view\'s other columns are untouched')
+	  or diag(QuerygateTest::describe($r));
+}
+
 # --- explain shows the decisions
 is( $qg->sql(q{SELECT string_agg(c->>'name' || '=' || coalesce(c->>'mask', '-'), ',' ORDER BY o)
 	FROM jsonb_array_elements(querygate.explain('masked', 'views')->'columns') WITH ORDINALITY AS e(c, o)}),
