@@ -164,9 +164,16 @@ void append_column(const RowWriter *w, StringInfo out, const Column &c, Datum va
 
 } // namespace
 
-RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, const char *hash_key,
-                             int hash_key_len)
+RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions,
+                             const char *hash_key, int hash_key_len)
 {
+    int live = 0;
+    for (int i = 0; i < tupdesc->natts; i++)
+        live += !TupleDescAttr(tupdesc, i)->attisdropped;
+    if (actions != nullptr && nactions != live)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("querygate: the result has %d columns, the masking decision %d",
+                               live, nactions)));
     RowWriter *w = static_cast<RowWriter *>(palloc0(sizeof(RowWriter)));
     w->tupdesc = tupdesc;
     w->hash_key = hash_key;

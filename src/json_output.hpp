@@ -21,8 +21,9 @@ struct RowWriter;
 //   mask: text keeps its first character and "***", an email keeps its domain (j***@example.com);
 //         other types become null;
 //   null: null;  drop: the column is left out of the object.
-RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, const char *hash_key,
-                             int hash_key_len);
+// ERROR when actions does not have one entry per column: masks are never applied by guesswork.
+RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions,
+                             const char *hash_key, int hash_key_len);
 
 // Appends tuples[from..to) as a JSON array. Values are converted in a scratch context reset per row,
 // so a large page costs the size of its JSON, not of every intermediate string.

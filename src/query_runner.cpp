@@ -18,6 +18,7 @@ extern "C" {
 #include "mb/pg_wchar.h"
 #include "pgstat.h"
 #include "utils/guc.h"
+#include "storage/lmgr.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
@@ -369,6 +370,18 @@ void QueryRunner::State::end_call()
 PlanEntry &QueryRunner::State::plan_for(const CachedQuery &query, Oid role)
 {
     PlanEntry &entry = plans[std::make_pair(query.name, role)];
+    // Lock what the kept analysis depends on before asking whether it is fresh: the lock takes in
+    // any pending invalidation, and once held, no change to those relations can commit until the
+    // call ends. Without it, a change committed between this check and execution would re-plan
+    // the statement under an analysis (and masks) made for the old one. The executor takes the
+    // same locks a moment later, so this costs a local lock-table lookup each.
+    if (entry.analysis != nullptr) {
+        const QueryAnalysis *kept = entry.analysis;
+        pg::guard([&] {
+            for (int i = 0; i < kept->ndepends; i++)
+                LockRelationOid(kept->depends[i], AccessShareLock);
+        });
+    }
     const bool plan_ok = entry.plan != nullptr && entry.revision == query.revision;
     if (plan_ok && entry.analysis != nullptr && entry.analysis_epoch == analysis_epoch)
         return entry;
@@ -462,6 +475,7 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
     int *actions = static_cast<int *>(MemoryContextAllocZero(
         request_context, sizeof(int) * Max(decision.column_actions.size(), size_t(1))));
     bool masked = false;
+    const int nactions = static_cast<int>(decision.column_actions.size());
     for (size_t i = 0; i < decision.column_actions.size(); i++) {
         actions[i] = static_cast<int>(decision.column_actions[i]);
         masked = masked || actions[i] != 0;
@@ -532,8 +546,9 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
             uint64 n = SPI_processed;
             has_more = !writes && n > static_cast<uint64>(page_size);
             uint64 rows = has_more ? static_cast<uint64>(page_size) : n;
-            RowWriter *writer = row_writer_create(SPI_tuptable->tupdesc, masked ? actions : nullptr,
-                                                  hash_key, hash_key_len);
+            RowWriter *writer =
+                row_writer_create(SPI_tuptable->tupdesc, masked ? actions : nullptr, nactions,
+                                  hash_key, hash_key_len);
             row_writer_append_array(writer, body, SPI_tuptable->vals, 0, rows);
         }
         if (portal != nullptr)
