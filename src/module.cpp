@@ -66,8 +66,10 @@ void _PG_init(void)
 // Called by the install script: tells the administrator whether this database is served over HTTP.
 Datum querygate_http_status_notice(PG_FUNCTION_ARGS)
 {
+    // WARNING, not NOTICE: while an extension script runs, PostgreSQL raises client_min_messages
+    // to WARNING, and an administrator who installed an HTTP gateway should hear that HTTP is off.
     if (!preloaded) {
-        ereport(NOTICE,
+        ereport(WARNING,
                 (errmsg("querygate is installed, but HTTP is off: the library is not in "
                         "shared_preload_libraries"),
                  errhint("Add 'querygate' to shared_preload_libraries in postgresql.conf and restart "
@@ -76,7 +78,7 @@ Datum querygate_http_status_notice(PG_FUNCTION_ARGS)
         const char *current = get_database_name(MyDatabaseId);
         // settings::database is defined: the library was preloaded.
         if (current != nullptr && strcmp(current, settings::database) != 0)
-            ereport(NOTICE, (errmsg("the querygate HTTP workers serve database \"%s\", not \"%s\"",
+            ereport(WARNING, (errmsg("the querygate HTTP workers serve database \"%s\", not \"%s\"",
                                     settings::database, current),
                              errhint("Set querygate.database to \"%s\" and restart the server to "
                                      "serve this database.",
