@@ -560,13 +560,22 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
 
 void QueryRunner::State::abort_call()
 {
-    pg::guard([] {
-        // What PostgresMain does after an error: no timeout or cancel may outlive the call.
-        disable_all_timeouts(false);
-        QueryCancelPending = false;
-        AbortCurrentTransaction();
-        pgstat_report_activity(STATE_IDLE, nullptr);
-    });
+    bool aborted = false;
+    try {
+        pg::guard([] {
+            // What PostgresMain does after an error: no timeout or cancel may outlive the call.
+            disable_all_timeouts(false);
+            QueryCancelPending = false;
+            AbortCurrentTransaction();
+            pgstat_report_activity(STATE_IDLE, nullptr);
+        });
+        aborted = true;
+    } catch (const pg::PgError &) {
+    }
+    // A worker that cannot get out of its transaction cannot serve another call: it ends with
+    // exit code 1, which restarts this worker alone (FATAL exits; it does not jump).
+    if (!aborted)
+        ereport(FATAL, (errmsg("querygate http worker could not abort a failed call")));
     // The aborted transaction rolled back any search_path set in it.
     search_path_known = false;
 }
@@ -679,6 +688,14 @@ CallResult QueryRunner::run(const CallRequest &request)
         });
     } catch (const pg::PgError &e) {
         result.error = s.error_for(e, request, query);
+        result.body.clear();
+        s.abort_call();
+    } catch (const std::exception &e) {
+        // Not PostgreSQL's error (out of memory in C++, say): the transaction is still open and
+        // must be ended here, or every later call on this worker would fail.
+        ereport(LOG, (errmsg("querygate: call of \"%s\" failed (request %s): %s",
+                             request.query.c_str(), request.request_id.c_str(), e.what())));
+        result.error = api_errors::make(500, "internal_error", "internal error");
         result.body.clear();
         s.abort_call();
     }
