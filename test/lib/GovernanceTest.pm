@@ -172,18 +172,7 @@ sub start_request
 sub finish_request
 {
 	my ($sock, $timeout) = @_;
-	$timeout //= 30;
-	my $sel = IO::Select->new($sock);
-	my $got = '';
-	my $deadline = time() + $timeout;
-	while (time() < $deadline)
-	{
-		last unless $sel->can_read($deadline - time());
-		my $n = sysread($sock, my $buf, 65536);
-		last unless $n;
-		$got .= $buf;
-	}
-	close $sock;
+	my $got = QuerygateTest::read_until_close($sock, $timeout // 30);
 	my ($head, $body) = split /\r\n\r\n/, $got, 2;
 	$head //= '';
 	$body //= '';

@@ -24,7 +24,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-our @EXPORT = qw(pct query_string json_encode json_decode poll_until sql_quote);
+our @EXPORT = qw(pct query_string json_encode json_decode poll_until sql_quote read_until_close);
 
 # Seconds any readiness poll may take before the test gives up.
 our $POLL_TIMEOUT = 30;
@@ -297,6 +297,13 @@ sub raw_exchange
 		return '';
 	}
 	shutdown($sock, 1) if $o{shutdown_write};
+	return read_until_close($sock, $timeout);
+}
+
+# Reads from $sock until the peer closes or $timeout seconds pass, closes it, returns the bytes.
+sub read_until_close
+{
+	my ($sock, $timeout) = @_;
 	my $sel = IO::Select->new($sock);
 	my $got = '';
 	my $deadline = time() + $timeout;
