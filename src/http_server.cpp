@@ -161,12 +161,13 @@ struct HttpServer::Callbacks {
 };
 
 HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger logger)
-    : handler_(std::move(handler)), refusal_(std::move(refusal)), logger_(logger)
+    : listen_fd_(listen_fd), handler_(std::move(handler)), refusal_(std::move(refusal)),
+      logger_(logger)
 {
-    unsigned int flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG;
+    unsigned int flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
     daemon_ = MHD_start_daemon(
         flags, 0, nullptr, nullptr, &Callbacks::access, this, MHD_OPTION_EXTERNAL_LOGGER,
-        &Callbacks::log, this, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
+        &Callbacks::log, this, MHD_OPTION_NOTIFY_COMPLETED,
         &Callbacks::completed, this, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
     if (daemon_ == nullptr)
@@ -198,9 +199,15 @@ void HttpServer::run()
     MHD_run(daemon_);
 }
 
-void HttpServer::quiesce()
+bool HttpServer::accept_one()
 {
-    // The listening socket is shared with the other workers and the postmaster: libmicrohttpd
-    // gives it back without closing it.
-    MHD_quiesce_daemon(daemon_);
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr *>(&addr), &len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+        return false; // EAGAIN: another worker took it; anything else: the next wakeup retries
+    // libmicrohttpd owns the socket from here, and closes it even when it refuses it.
+    MHD_add_connection(daemon_, fd, reinterpret_cast<sockaddr *>(&addr), len);
+    return true;
 }

@@ -1,6 +1,11 @@
 // libmicrohttpd, driven from outside: no thread of its own, its epoll fd is watched by the worker's
 // WaitEventSet, and run() processes whatever is ready. Every callback, and so every handler call,
 // happens on the calling thread. Pure C++: no PostgreSQL header.
+//
+// Connections are accepted here, one per wakeup, not by libmicrohttpd: left to itself it accepts
+// every pending connection at once, and keep-alive then pins them all to one worker (the benchmark
+// saw 8/0 and 62/2 splits on two workers). Accepting one at a time lets every idle worker that
+// the kernel wakes take its share, and a worker busy with a call takes none meanwhile.
 #pragma once
 
 #include "http_types.hpp"
@@ -33,8 +38,10 @@ class HttpServer {
     long timeout_ms() const;
     // Processes every ready connection; never blocks except inside the handler.
     void run();
-    // Stops accepting new connections (shutdown); open ones are still served by run().
-    void quiesce();
+    // Accepts at most one connection from the shared listening socket and hands it to
+    // libmicrohttpd. False when there was none (another worker took it first).
+    bool accept_one();
+    int listen_fd() const { return listen_fd_; }
 
     void set_max_body_size(std::size_t bytes) { max_body_size_ = bytes; }
     std::size_t max_body_size() const { return max_body_size_; }
@@ -44,6 +51,7 @@ class HttpServer {
 
   private:
     MHD_Daemon *daemon_ = nullptr;
+    int listen_fd_ = -1;
     Handler handler_;
     Refusal refusal_;
     Logger logger_;

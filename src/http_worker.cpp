@@ -54,17 +54,24 @@ void serve()
                                server.start_error().c_str())));
     server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
 
-    WaitEventSet *events = CreateWaitEventSet(TopMemoryContext, 3);
+    // The latch, postmaster death, libmicrohttpd's epoll fd (its connections), and the shared
+    // listening socket, which this worker accepts from itself, one connection per wakeup.
+    WaitEventSet *events = CreateWaitEventSet(TopMemoryContext, 4);
     AddWaitEventToSet(events, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, nullptr);
     AddWaitEventToSet(events, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, nullptr, nullptr);
     AddWaitEventToSet(events, WL_SOCKET_READABLE, server.epoll_fd(), nullptr, nullptr);
+    const int listening =
+        AddWaitEventToSet(events, WL_SOCKET_READABLE, server.listen_fd(), nullptr, nullptr);
 
     for (;;) {
-        WaitEvent fired[3];
-        int n = WaitEventSetWait(events, server.timeout_ms(), fired, 3, PG_WAIT_EXTENSION);
-        for (int i = 0; i < n; i++)
+        WaitEvent fired[4];
+        int n = WaitEventSetWait(events, server.timeout_ms(), fired, 4, PG_WAIT_EXTENSION);
+        for (int i = 0; i < n; i++) {
             if (fired[i].events & WL_LATCH_SET)
                 ResetLatch(MyLatch);
+            if (fired[i].pos == listening)
+                (void)server.accept_one();
+        }
         // A cancel (pg_cancel_backend, or a statement timeout that fired just as a call ended) has
         // nothing to cancel between calls; left pending, it would raise an error here, which a
         // background worker turns into FATAL.
