@@ -80,18 +80,6 @@ Oid *oid_array(Datum datum, Oid element_type, int *n)
     return out;
 }
 
-int write_op_bit(const char *op)
-{
-    if (std::strcmp(op, "insert") == 0)
-        return WRITE_INSERT;
-    if (std::strcmp(op, "update") == 0)
-        return WRITE_UPDATE;
-    if (std::strcmp(op, "delete") == 0)
-        return WRITE_DELETE;
-    if (std::strcmp(op, "merge") == 0)
-        return WRITE_MERGE;
-    return 0;
-}
 
 // Reads the policy, its mask rules, the saved query and the grant. Inside a catalog session; the
 // results are copied into `into`, which outlives the session.
@@ -124,7 +112,7 @@ void read_inputs(const char *policy, const char *query, MemoryContext into, Expl
                               &nulls, &n);
             for (int i = 0; i < n; i++)
                 if (!nulls[i])
-                    in->write_ops |= write_op_bit(TextDatumGetCString(items[i]));
+                    in->write_ops |= write_op_from_name(TextDatumGetCString(items[i]));
         }
         char *mask_predicates = SPI_getvalue(tuple, desc, 4);
         in->mask_predicates_allowed =
@@ -282,12 +270,10 @@ Datum querygate_explain(PG_FUNCTION_ARGS)
         escape_json(&buf, name);
     }
     appendStringInfoString(&buf, "], \"writes\": [");
-    const char *op_names[] = {"insert", "update", "delete", "merge"};
-    const int op_bits[] = {WRITE_INSERT, WRITE_UPDATE, WRITE_DELETE, WRITE_MERGE};
     bool first = true;
-    for (int i = 0; i < 4; i++)
-        if (analysis.write_ops & op_bits[i]) {
-            appendStringInfo(&buf, "%s\"%s\"", first ? "" : ", ", op_names[i]);
+    for (int i = 0; i < write_op_count; i++)
+        if (analysis.write_ops & write_op_bit(i)) {
+            appendStringInfo(&buf, "%s\"%s\"", first ? "" : ", ", write_op_name(i));
             first = false;
         }
     appendStringInfo(&buf, "], \"returns_rows\": %s", analysis.returns_rows ? "true" : "false");

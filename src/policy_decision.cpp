@@ -2,6 +2,8 @@
 // PostgreSQL call, only the analysis' plain data and the policy's rules.
 #include "policy_decision.hpp"
 
+#include <cstring>
+
 #include <algorithm>
 
 namespace {
@@ -38,6 +40,24 @@ const struct {
 };
 
 } // namespace
+
+const char *write_op_name(int index)
+{
+    return write_op_names[index].name;
+}
+
+int write_op_bit(int index)
+{
+    return write_op_names[index].op;
+}
+
+int write_op_from_name(const char *op)
+{
+    for (const auto &w : write_op_names)
+        if (std::strcmp(w.name, op) == 0)
+            return w.op;
+    return 0;
+}
 
 PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
 {

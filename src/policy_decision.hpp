@@ -28,6 +28,12 @@ struct PolicyDecision {
     bool refused() const { return !refusal_code.empty(); }
 };
 
+// The write operations by name, in one table: "insert", "update", "delete", "merge".
+constexpr int write_op_count = 4;
+const char *write_op_name(int index);   // the name of the index-th operation
+int write_op_bit(int index);            // its WriteOp bit
+int write_op_from_name(const char *op); // the bit for a name, 0 for anything else
+
 // Checks, in this order: the table allow-list, the write operations, unresolvable output columns
 // (only when the policy has any mask rule), masked columns in predicates (unless allowed); then
 // the strictest matching mask action for each output column, over all of its sources.
