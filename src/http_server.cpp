@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -199,15 +200,27 @@ void HttpServer::run()
     MHD_run(daemon_);
 }
 
-bool HttpServer::accept_one()
+HttpServer::Accepted HttpServer::accept_one()
 {
     sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
     int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr *>(&addr), &len,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0)
-        return false; // EAGAIN: another worker took it; anything else: the next wakeup retries
+    if (fd < 0) {
+        accept_error_ = errno;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            return Accepted::out_of_resources;
+        // EAGAIN: another worker took it; ECONNABORTED, EINTR and the like: the client is gone
+        // or the next wakeup retries.
+        return Accepted::none;
+    }
     // libmicrohttpd owns the socket from here, and closes it even when it refuses it.
     MHD_add_connection(daemon_, fd, reinterpret_cast<sockaddr *>(&addr), len);
-    return true;
+    return Accepted::one;
+}
+
+unsigned HttpServer::connections() const
+{
+    const MHD_DaemonInfo *info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
 }

@@ -2,10 +2,10 @@
 // WaitEventSet, and run() processes whatever is ready. Every callback, and so every handler call,
 // happens on the calling thread. Pure C++: no PostgreSQL header.
 //
-// Connections are accepted here, one per wakeup, not by libmicrohttpd: left to itself it accepts
-// every pending connection at once, and keep-alive then pins them all to one worker (the benchmark
-// saw 8/0 and 62/2 splits on two workers). Accepting one at a time lets every idle worker that
-// the kernel wakes take its share, and a worker busy with a call takes none meanwhile.
+// Connections are accepted here, one per call of accept_one, not by libmicrohttpd: left to itself
+// it accepts every pending connection at once, and keep-alive then pins them all to one worker (the
+// benchmark saw 8/0 and 62/2 splits on two workers). The worker decides when to accept
+// (src/accept_gate.hpp), so connections go to the least loaded worker.
 #pragma once
 
 #include "http_types.hpp"
@@ -38,9 +38,18 @@ class HttpServer {
     long timeout_ms() const;
     // Processes every ready connection; never blocks except inside the handler.
     void run();
+    enum class Accepted {
+        one,             // handed to libmicrohttpd
+        none,            // nothing pending (another worker took it) or a transient error
+        out_of_resources // no descriptor or memory left: the connection is still pending
+    };
     // Accepts at most one connection from the shared listening socket and hands it to
-    // libmicrohttpd. False when there was none (another worker took it first).
-    bool accept_one();
+    // libmicrohttpd.
+    Accepted accept_one();
+    // errno of the last failed accept.
+    int accept_error() const { return accept_error_; }
+    // Connections libmicrohttpd holds open.
+    unsigned connections() const;
     int listen_fd() const { return listen_fd_; }
 
     void set_max_body_size(std::size_t bytes) { max_body_size_ = bytes; }
@@ -57,4 +66,5 @@ class HttpServer {
     Logger logger_;
     std::size_t max_body_size_ = 1024 * 1024;
     std::string start_error_;
+    int accept_error_ = 0;
 };

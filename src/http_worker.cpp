@@ -5,7 +5,8 @@
 // MHD_run, called on this thread, runs every request callback, so SPI and every other PostgreSQL
 // call happen here only. Signals as worker_spi handles them: SIGHUP sets a flag and the latch and
 // the loop reloads settings; SIGTERM (die) makes the next CHECK_FOR_INTERRUPTS end the process,
-// cancelling a running query on the way. A worker serves one call at a time.
+// cancelling a running query on the way. A worker serves one call at a time; between calls it
+// accepts new connections when it holds the fewest (src/accept_gate.hpp).
 #include "pg_headers.hpp"
 extern "C" {
 #include "pgstat.h"
@@ -18,11 +19,17 @@ extern "C" {
 #include "utils/wait_event.h"
 }
 
+#include "accept_gate.hpp"
 #include "http_server.hpp"
 #include "listen_socket.hpp"
 #include "query_runner.hpp"
 #include "request_handler.hpp"
 #include "settings.hpp"
+#include "worker_load.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
 
 extern "C" {
 PGDLLEXPORT void querygate_http_worker_main(Datum main_arg);
@@ -33,6 +40,40 @@ namespace {
 void log_http(const char *message)
 {
     ereport(LOG, (errmsg("querygate http: %s", message)));
+}
+
+// Takes the pending connection if this worker should (src/accept_gate.hpp), and publishes its
+// connection count for the other workers either way.
+void take_connection(HttpServer &server, AcceptGate &gate)
+{
+    const auto now = AcceptGate::Clock::now();
+    const unsigned mine = server.connections();
+    worker_load::publish(mine);
+    if (!gate.should_accept(mine, worker_load::fewest(), now))
+        return;
+    switch (server.accept_one()) {
+    case HttpServer::Accepted::one:
+        worker_load::publish(server.connections());
+        gate.settled();
+        break;
+    case HttpServer::Accepted::none:
+        gate.settled();
+        break;
+    case HttpServer::Accepted::out_of_resources: {
+        gate.out_of_resources(now);
+        // Once a minute at most: the condition can last, and the log must not grow with it.
+        static AcceptGate::Clock::time_point last_logged{};
+        if (last_logged == AcceptGate::Clock::time_point{} ||
+            now - last_logged >= std::chrono::minutes(1)) {
+            last_logged = now;
+            ereport(LOG, (errmsg("querygate http worker cannot accept connections: %s",
+                                 strerror(server.accept_error())),
+                          errhint("Raise the server's open-file limit (ulimit -n, LimitNOFILE), or lower "
+                                  "the number of client connections.")));
+        }
+        break;
+    }
+    }
 }
 
 // The loop. Errors outside a call (a failed wait) are promoted to FATAL by PostgreSQL in a
@@ -54,23 +95,35 @@ void serve()
                                server.start_error().c_str())));
     server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
 
-    // The latch, postmaster death, libmicrohttpd's epoll fd (its connections), and the shared
-    // listening socket, which this worker accepts from itself, one connection per wakeup.
-    WaitEventSet *events = CreateWaitEventSet(TopMemoryContext, 4);
-    AddWaitEventToSet(events, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, nullptr);
-    AddWaitEventToSet(events, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, nullptr, nullptr);
-    AddWaitEventToSet(events, WL_SOCKET_READABLE, server.epoll_fd(), nullptr, nullptr);
+    // Two sets of events: the latch, postmaster death and libmicrohttpd's epoll fd (its
+    // connections) in both, and the shared listening socket in one. The worker waits on the set
+    // without the socket while the accept gate leaves pending connections to other workers.
+    WaitEventSet *quiet = CreateWaitEventSet(TopMemoryContext, 3);
+    WaitEventSet *accepting = CreateWaitEventSet(TopMemoryContext, 4);
+    for (WaitEventSet *set : {quiet, accepting}) {
+        AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, nullptr);
+        AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, nullptr, nullptr);
+        AddWaitEventToSet(set, WL_SOCKET_READABLE, server.epoll_fd(), nullptr, nullptr);
+    }
     const int listening =
-        AddWaitEventToSet(events, WL_SOCKET_READABLE, server.listen_fd(), nullptr, nullptr);
+        AddWaitEventToSet(accepting, WL_SOCKET_READABLE, server.listen_fd(), nullptr, nullptr);
+    AcceptGate gate;
 
     for (;;) {
+        const auto now = AcceptGate::Clock::now();
+        const bool watching = gate.watching(now);
+        long timeout = server.timeout_ms();
+        if (!watching) {
+            const long resume = gate.ms_until_watching(now);
+            timeout = timeout < 0 ? resume : std::min(timeout, resume);
+        }
         WaitEvent fired[4];
-        int n = WaitEventSetWait(events, server.timeout_ms(), fired, 4, PG_WAIT_EXTENSION);
+        int n = WaitEventSetWait(watching ? accepting : quiet, timeout, fired, 4, PG_WAIT_EXTENSION);
         for (int i = 0; i < n; i++) {
             if (fired[i].events & WL_LATCH_SET)
                 ResetLatch(MyLatch);
-            if (fired[i].pos == listening)
-                (void)server.accept_one();
+            if (watching && fired[i].pos == listening)
+                take_connection(server, gate);
         }
         // A cancel (pg_cancel_backend, or a statement timeout that fired just as a call ended) has
         // nothing to cancel between calls; left pending, it would raise an error here, which a
@@ -84,6 +137,7 @@ void serve()
             server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
         }
         server.run();
+        worker_load::publish(server.connections());
     }
 }
 
@@ -99,6 +153,7 @@ void querygate_http_worker_main(Datum main_arg)
     pgstat_report_appname("querygate");
     if (listen_socket::shared_fd < 0)
         ereport(FATAL, (errmsg("querygate http worker has no listening socket")));
+    worker_load::attach(DatumGetInt32(main_arg));
 
     try {
         serve();

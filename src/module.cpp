@@ -1,12 +1,16 @@
 // The library's entry point: settings, the shared listening socket, and the HTTP workers.
 #include "pg_headers.hpp"
 extern "C" {
-#include "postmaster/bgworker.h"
 #include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
 }
 
 #include "listen_socket.hpp"
 #include "settings.hpp"
+#include "worker_load.hpp"
 
 #include <string>
 
@@ -20,6 +24,25 @@ namespace {
 
 // True in every process forked from a postmaster that preloaded the library.
 bool preloaded = false;
+
+// Shared memory, requested and set up through PostgreSQL's hooks (chained). Only the workers'
+// load counts today; metrics and rate limits shared by all workers are the next to ask here.
+shmem_request_hook_type prev_shmem_request = nullptr;
+shmem_startup_hook_type prev_shmem_startup = nullptr;
+
+void request_shmem()
+{
+    if (prev_shmem_request)
+        prev_shmem_request();
+    RequestAddinShmemSpace(worker_load::shmem_size());
+}
+
+void startup_shmem()
+{
+    if (prev_shmem_startup)
+        prev_shmem_startup();
+    worker_load::shmem_init();
+}
 
 void register_workers()
 {
@@ -60,6 +83,10 @@ void _PG_init(void)
         return;
     }
     listen_socket::shared_fd = fd;
+    prev_shmem_request = shmem_request_hook;
+    shmem_request_hook = request_shmem;
+    prev_shmem_startup = shmem_startup_hook;
+    shmem_startup_hook = startup_shmem;
     register_workers();
 }
 
