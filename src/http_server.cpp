@@ -30,6 +30,8 @@ namespace {
 struct RequestState {
     HttpRequest request;
     bool too_large = false;
+    bool held = false;     // the response waits in `response` for release_held()
+    HttpResponse response;
 };
 
 std::string lowercase(const char *s, size_t n)
@@ -109,6 +111,8 @@ struct HttpServer::Callbacks {
                 req.client_address = client_address(conn);
                 return MHD_YES;
             }
+            if (state->held) // resumed by release_held(): the round's writes are durable
+                return send(conn, state->response);
             if (*upload_data_size > 0) {
                 size_t n = *upload_data_size;
                 *upload_data_size = 0;
@@ -128,6 +132,14 @@ struct HttpServer::Callbacks {
                 self->refusal_(state->request, 413, resp);
             else
                 self->handler_(state->request, resp);
+            if (self->hold_ && self->hold_()) {
+                self->held_.reserve(self->held_.size() + 1); // no allocation after suspending
+                state->response = std::move(resp);
+                state->held = true;
+                MHD_suspend_connection(conn);
+                self->held_.push_back(conn);
+                return MHD_YES;
+            }
             return send(conn, resp);
         } catch (const std::exception &e) {
             if (self->logger_)
@@ -165,7 +177,8 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger l
     : listen_fd_(listen_fd), handler_(std::move(handler)), refusal_(std::move(refusal)),
       logger_(logger)
 {
-    unsigned int flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET;
+    unsigned int flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |
+                         MHD_ALLOW_SUSPEND_RESUME;
     daemon_ = MHD_start_daemon(
         flags, 0, nullptr, nullptr, &Callbacks::access, this, MHD_OPTION_EXTERNAL_LOGGER,
         &Callbacks::log, this, MHD_OPTION_NOTIFY_COMPLETED,
@@ -177,8 +190,17 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger l
 
 HttpServer::~HttpServer()
 {
+    // libmicrohttpd may not be stopped with suspended connections.
+    release_held();
     if (daemon_ != nullptr)
         MHD_stop_daemon(daemon_);
+}
+
+void HttpServer::release_held()
+{
+    for (MHD_Connection *conn : held_)
+        MHD_resume_connection(conn);
+    held_.clear();
 }
 
 int HttpServer::epoll_fd() const

@@ -13,8 +13,10 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 struct MHD_Daemon;
+struct MHD_Connection;
 
 class HttpServer {
   public:
@@ -23,6 +25,8 @@ class HttpServer {
     // Answers a request refused before the handler runs (body too large); the handler's shape.
     using Refusal = std::function<void(const HttpRequest &, int status, HttpResponse &)>;
     using Logger = void (*)(const char *message);
+    // Asked after every response is made: true means hold it until release_held().
+    using HoldCheck = std::function<bool()>;
 
     HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger logger);
     ~HttpServer();
@@ -52,6 +56,13 @@ class HttpServer {
     unsigned connections() const;
     int listen_fd() const { return listen_fd_; }
 
+    // Held responses (group commit, src/group_commit.hpp): a response made while hold() says so is
+    // kept, its connection suspended, until the owner has made the round's writes durable and
+    // calls release_held(); the next run() sends them.
+    void set_hold(HoldCheck hold) { hold_ = std::move(hold); }
+    bool holding() const { return !held_.empty(); }
+    void release_held();
+
     void set_max_body_size(std::size_t bytes) { max_body_size_ = bytes; }
     std::size_t max_body_size() const { return max_body_size_; }
 
@@ -64,6 +75,8 @@ class HttpServer {
     Handler handler_;
     Refusal refusal_;
     Logger logger_;
+    HoldCheck hold_;
+    std::vector<MHD_Connection *> held_;
     std::size_t max_body_size_ = 1024 * 1024;
     std::string start_error_;
     int accept_error_ = 0;

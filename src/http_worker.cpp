@@ -76,6 +76,41 @@ void take_connection(HttpServer &server, AcceptGate &gate)
     }
 }
 
+// The earlier of two wait timeouts in ms, where -1 means none.
+long sooner(long a, long b)
+{
+    return a < 0 ? b : b < 0 ? a : std::min(a, b);
+}
+
+// The calls' statistics (rows changed, WAL, I/O) reach the cumulative statistics system only when
+// reported, which PostgresMain does for ordinary backends when idle; without it autovacuum would
+// never learn of querygate's writes. The same rhythm: a report at most once a second while busy
+// (PostgreSQL rate-limits it), and a forced one once the wait it asks for has passed while idle.
+class StatsReporter {
+  public:
+    // Reports what is due; returns the ms until the next report is due, -1 for none.
+    long report(AcceptGate::Clock::time_point now)
+    {
+        if (due_ != AcceptGate::Clock::time_point{} && now >= due_) {
+            due_ = {};
+            (void)pgstat_report_stat(true);
+            return -1;
+        }
+        const long wait = pgstat_report_stat(false);
+        if (wait <= 0) {
+            due_ = {};
+            return -1;
+        }
+        if (due_ == AcceptGate::Clock::time_point{})
+            due_ = now + std::chrono::milliseconds(wait);
+        return std::max(0L, static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  due_ - now).count()));
+    }
+
+  private:
+    AcceptGate::Clock::time_point due_{};
+};
+
 // The loop. Errors outside a call (a failed wait) are promoted to FATAL by PostgreSQL in a
 // background worker, which exits this process only; the postmaster starts a new one.
 void serve()
@@ -94,6 +129,7 @@ void serve()
         ereport(FATAL, (errmsg("querygate http worker could not start: %s",
                                server.start_error().c_str())));
     server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
+    server.set_hold([&runner] { return runner.commits_pending(); });
 
     // Two sets of events: the latch, postmaster death and libmicrohttpd's epoll fd (its
     // connections) in both, and the shared listening socket in one. The worker waits on the set
@@ -108,15 +144,16 @@ void serve()
     const int listening =
         AddWaitEventToSet(accepting, WL_SOCKET_READABLE, server.listen_fd(), nullptr, nullptr);
     AcceptGate gate;
+    StatsReporter stats;
 
     for (;;) {
         const auto now = AcceptGate::Clock::now();
         const bool watching = gate.watching(now);
-        long timeout = server.timeout_ms();
-        if (!watching) {
-            const long resume = gate.ms_until_watching(now);
-            timeout = timeout < 0 ? resume : std::min(timeout, resume);
-        }
+        // Answers held for a flush are released at the end of this pass; do not sleep first.
+        long timeout = server.holding() ? 0 : server.timeout_ms();
+        timeout = sooner(timeout, stats.report(now));
+        if (!watching)
+            timeout = sooner(timeout, gate.ms_until_watching(now));
         WaitEvent fired[4];
         int n = WaitEventSetWait(watching ? accepting : quiet, timeout, fired, 4, PG_WAIT_EXTENSION);
         for (int i = 0; i < n; i++) {
@@ -137,6 +174,13 @@ void serve()
             server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
         }
         server.run();
+        // Group commit: the round's writes share one WAL flush, then their held answers (and any
+        // other answer made meanwhile) go out.
+        if (server.holding()) {
+            runner.flush_commits();
+            server.release_held();
+            server.run();
+        }
         worker_load::publish(server.connections());
     }
 }

@@ -28,6 +28,7 @@ extern "C" {
 }
 
 #include "catalog_cache.hpp"
+#include "group_commit.hpp"
 #include "governance.hpp"
 #include "json_output.hpp"
 #include "jwt.hpp"
@@ -197,6 +198,7 @@ struct QueryRunner::State {
     std::string search_path;
     bool search_path_known = false;
     MemoryContext request_context = nullptr;
+    GroupCommit group_commit;
 
     // Filled while a call runs; read by the error path.
     Phase phase = Phase::setup;
@@ -578,6 +580,7 @@ void QueryRunner::State::abort_call()
         ereport(FATAL, (errmsg("querygate http worker could not abort a failed call")));
     // The aborted transaction rolled back any search_path set in it.
     search_path_known = false;
+    group_commit.abandoned();
 }
 
 ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &request,
@@ -672,8 +675,10 @@ CallResult QueryRunner::run(const CallRequest &request)
                 } else {
                     // A granted write (the decision checked the policy's operations) runs in a
                     // read-write transaction; everything else stays read-only.
-                    if (entry.analysis->write_ops != 0)
+                    if (entry.analysis->write_ops != 0) {
                         XactReadOnly = false;
+                        s.group_commit.defer_this_commit();
+                    }
                     s.execute(*query, entry, decision, values, request, result);
                 }
                 s.end_call();
@@ -686,6 +691,7 @@ CallResult QueryRunner::run(const CallRequest &request)
             CommitTransactionCommand();
             pgstat_report_activity(STATE_IDLE, nullptr);
         });
+        s.group_commit.committed();
     } catch (const pg::PgError &e) {
         result.error = s.error_for(e, request, query);
         result.body.clear();
@@ -701,4 +707,14 @@ CallResult QueryRunner::run(const CallRequest &request)
     }
     MemoryContextReset(s.request_context);
     return result;
+}
+
+bool QueryRunner::commits_pending() const
+{
+    return state_->group_commit.pending();
+}
+
+void QueryRunner::flush_commits()
+{
+    state_->group_commit.flush();
 }

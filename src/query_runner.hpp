@@ -42,6 +42,10 @@ class QueryRunner {
     // Once, after the worker has connected to its database.
     void start();
     CallResult run(const CallRequest &request);
+    // Group commit (src/group_commit.hpp): whether a write committed since the last flush still
+    // awaits its WAL flush, so every answer must be held; and the one flush that releases them.
+    bool commits_pending() const;
+    void flush_commits();
 
     struct State; // query_runner.cpp
 

@@ -18,6 +18,7 @@ int statement_timeout = 5000;
 int max_page_size = 1000;
 int max_body_size = 1024 * 1024;
 bool allow_writes = false;
+bool group_commit = false;
 char *trusted_proxies = nullptr;
 char *jwt_secret = nullptr;
 char *jwt_issuer = nullptr;
@@ -61,6 +62,11 @@ void define_reloadable()
                              "Allows calls that write, for policies granted writes.",
                              "When off, every call runs in a read-only transaction.", &allow_writes,
                              false, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable("querygate.group_commit",
+                             "Lets the writes of one worker round share one WAL flush.",
+                             "Each answer still waits for its flush; a write is visible to other "
+                             "sessions up to one round before it is durable.",
+                             &group_commit, false, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "querygate.trusted_proxies",
         "Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For header is believed.",

@@ -24,7 +24,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
-our @EXPORT = qw(pct query_string json_encode json_decode poll_until sql_quote read_until_close);
+our @EXPORT = qw(pct query_string json_encode json_decode poll_until sql_quote read_until_close
+  read_response);
 
 # Seconds any readiness poll may take before the test gives up.
 our $POLL_TIMEOUT = 30;
@@ -301,6 +302,49 @@ sub raw_exchange
 }
 
 # Reads from $sock until the peer closes or $timeout seconds pass, closes it, returns the bytes.
+# A raw keep-alive connection to the server, for tests that control when each request is sent.
+sub connect_raw
+{
+	my ($self) = @_;
+	my $sock = IO::Socket::INET->new(
+		PeerAddr => '127.0.0.1',
+		PeerPort => $self->{port},
+		Proto => 'tcp',
+		Timeout => 5) or die "connect: $!";
+	$sock->autoflush(1);
+	return $sock;
+}
+
+# Reads one whole response (headers and Content-Length body) from a raw connection, leaving it
+# open and reading no byte of the next response (pipelined requests). Returns (status code, body),
+# or ('none', '') if none came within $timeout seconds.
+sub read_response
+{
+	my ($sock, $timeout) = @_;
+	my ($head, $body, $sel, $deadline) = ('', '', IO::Select->new($sock), time() + $timeout);
+	my $len;
+	while (time() < $deadline)
+	{
+		if (defined $len)
+		{
+			return (($head =~ m{^HTTP/1\.\d (\d+)})[0], $body) if length($body) >= $len;
+		}
+		elsif ($head =~ /\r\n\r\n\z/)
+		{
+			($len) = $head =~ /^content-length:\s*(\d+)/mi;
+			return ('none', '') unless defined $len;
+			next;
+		}
+		last unless $sel->can_read($deadline - time());
+		# Headers a byte at a time, so nothing past them is consumed; then exactly the body.
+		my $n = defined $len
+		  ? sysread($sock, $body, $len - length($body), length($body))
+		  : sysread($sock, $head, 1, length($head));
+		last unless $n;
+	}
+	return ('none', '');
+}
+
 sub read_until_close
 {
 	my ($sock, $timeout) = @_;

@@ -5,8 +5,6 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IO::Select;
-use IO::Socket::INET;
 use Time::HiRes qw(time usleep);
 use QuerygateTest;
 
@@ -32,37 +30,12 @@ sub cpu_ticks
 	return $f[11] + $f[12];
 }
 
-sub connect_to
-{
-	my ($port) = @_;
-	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp',
-		Timeout => 5) or die "connect: $!";
-	$s->autoflush(1);
-	return $s;
-}
-
-# Sends one request and reads one whole response (headers and Content-Length body), leaving the
-# connection open. Returns the status line's code, or 'none' if nothing came within $timeout.
+# Sends a GET on a raw connection (unless no_send) and returns the response's status code.
 sub exchange
 {
 	my ($sock, $path, $timeout, %o) = @_;
-	my $headers = join('', map { "$_\r\n" } @{ $o{headers} // [] });
-	syswrite($sock, "GET $path HTTP/1.1\r\nHost: test\r\n$headers\r\n") unless $o{no_send};
-	my ($got, $sel, $deadline) = ('', IO::Select->new($sock), time() + $timeout);
-	while (time() < $deadline)
-	{
-		if ($got =~ /\r\n\r\n/s)
-		{
-			my ($head, $body) = split(/\r\n\r\n/, $got, 2);
-			my ($len) = $head =~ /^content-length:\s*(\d+)/mi;
-			return ($head =~ m{^HTTP/1\.\d (\d+)})[0] if defined $len && length($body) >= $len;
-		}
-		last unless $sel->can_read($deadline - time());
-		my $n = sysread($sock, my $buf, 65536);
-		last unless $n;
-		$got .= $buf;
-	}
-	return 'none';
+	syswrite($sock, "GET $path HTTP/1.1\r\nHost: test\r\n\r\n") unless $o{no_send};
+	return (read_response($sock, $timeout))[0];
 }
 
 my $qg = QuerygateTest->start(name => 'balance', workers => 2,
@@ -89,7 +62,7 @@ sub held
 }
 
 # 1. A burst: eight connections opened at once, then one request on each.
-my @burst = map { connect_to($qg->port) } 1 .. 8;
+my @burst = map { $qg->connect_raw } 1 .. 8;
 my @codes = map { exchange($_, '/health', 10) } @burst;
 is(join(',', @codes), join(',', ('200') x 8), 'the burst: every connection answered');
 my @h = held(8);
@@ -104,7 +77,7 @@ held(0);
 my @steady;
 for (1 .. 8)
 {
-	my $s = connect_to($qg->port);
+	my $s = $qg->connect_raw;
 	exchange($s, '/health', 10);
 	push @steady, $s;
 }
@@ -116,14 +89,14 @@ held(0);
 
 # 3. One worker busy with a 4 s call: new connections are answered by the other at once, even
 # after it holds more connections than the busy one (balance is a preference, not a wait).
-my $slow = connect_to($qg->port);
+my $slow = $qg->connect_raw;
 syswrite($slow, "GET /q/sleep?s=4 HTTP/1.1\r\nHost: test\r\nX-API-Key: $key\r\n\r\n");
 usleep(300_000);
 my $t0 = time();
 my @fresh;
 for (1 .. 4)
 {
-	my $s = connect_to($qg->port);
+	my $s = $qg->connect_raw;
 	my $code = exchange($s, '/health', 10);
 	push @fresh, [ $code, time() - $t0 ];
 	push @steady, $s;    # kept open, so the idle worker holds more than the busy one
@@ -140,7 +113,7 @@ held(0);
 # only reach the other, whose open-file limit is then lowered to just above what it uses.
 my $node = $qg->node;
 my $log_offset = -s $node->logfile;
-my $busy_conn = connect_to($qg->port);
+my $busy_conn = $qg->connect_raw;
 syswrite($busy_conn, "GET /q/sleep?s=30 HTTP/1.1\r\nHost: test\r\nX-API-Key: $key\r\n\r\n");
 my @before = held(1);
 my ($busy, $victim) = $before[0] ? @workers : reverse @workers;
@@ -153,7 +126,7 @@ while ($free < 2)
 	$limit++;
 }
 system('prlimit', "--pid=$victim", "--nofile=$limit:") == 0 or BAIL_OUT('prlimit failed');
-my @pending = map { connect_to($qg->port) } 1 .. 8;
+my @pending = map { $qg->connect_raw } 1 .. 8;
 syswrite($_, "GET /health HTTP/1.1\r\nHost: test\r\n\r\n") for @pending;
 my @early = map { exchange($_, '', 1, no_send => 1) eq '200' ? 1 : 0 } @pending;
 my $answered = grep { $_ } @early;

@@ -1,0 +1,46 @@
+#include "group_commit.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "replication/syncrep.h"
+#include "utils/guc.h"
+}
+
+#include "pg_guard.hpp"
+#include "settings.hpp"
+
+void GroupCommit::defer_this_commit()
+{
+    deferred_ = false;
+    // Off, or the server does not wait for flushes anyway, or synchronous standbys must confirm
+    // each commit (a wait this worker cannot share): commit as PostgreSQL would.
+    const bool sync_standbys = SyncRepStandbyNames != nullptr && SyncRepStandbyNames[0] != '\0';
+    if (!settings::group_commit || synchronous_commit <= SYNCHRONOUS_COMMIT_OFF || sync_standbys)
+        return;
+    pg::guard([] {
+        (void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,
+                                GUC_ACTION_LOCAL, true, 0, false);
+    });
+    deferred_ = true;
+    before_ = XactLastCommitEnd;
+}
+
+void GroupCommit::committed()
+{
+    if (!deferred_)
+        return;
+    deferred_ = false;
+    // A transaction that changed nothing writes no commit record.
+    if (XactLastCommitEnd != before_ && XactLastCommitEnd > pending_)
+        pending_ = XactLastCommitEnd;
+}
+
+void GroupCommit::flush()
+{
+    if (pending_ == InvalidXLogRecPtr)
+        return;
+    const XLogRecPtr upto = pending_;
+    pg::guard([upto] { XLogFlush(upto); });
+    pending_ = InvalidXLogRecPtr;
+}
