@@ -13,10 +13,12 @@ extern "C" {
 void GroupCommit::defer_this_commit()
 {
     deferred_ = false;
-    // Off, or the server does not wait for flushes anyway, or synchronous standbys must confirm
-    // each commit (a wait this worker cannot share): commit as PostgreSQL would.
+    // Off, or alone on this worker, or the server does not wait for flushes anyway, or
+    // synchronous standbys must confirm each commit (a wait this worker cannot share): commit as
+    // PostgreSQL would.
     const bool sync_standbys = SyncRepStandbyNames != nullptr && SyncRepStandbyNames[0] != '\0';
-    if (!settings::group_commit || synchronous_commit <= SYNCHRONOUS_COMMIT_OFF || sync_standbys)
+    if (!settings::group_commit || connections_ < 2 ||
+        synchronous_commit <= SYNCHRONOUS_COMMIT_OFF || sync_standbys)
         return;
     pg::guard([] {
         (void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,

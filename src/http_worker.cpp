@@ -68,8 +68,8 @@ void take_connection(HttpServer &server, AcceptGate &gate)
             last_logged = now;
             ereport(LOG, (errmsg("querygate http worker cannot accept connections: %s",
                                  strerror(server.accept_error())),
-                          errhint("Raise the server's open-file limit (ulimit -n, LimitNOFILE), or lower "
-                                  "the number of client connections.")));
+                          errhint("Raise the server's open-file limit (ulimit -n, LimitNOFILE), "
+                                  "or lower the number of client connections.")));
         }
         break;
     }
@@ -173,6 +173,7 @@ void serve()
             settings::generation++;
             server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
         }
+        runner.set_connections(server.connections());
         server.run();
         // Group commit: the round's writes share one WAL flush, then their held answers (and any
         // other answer made meanwhile) go out.

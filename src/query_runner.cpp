@@ -718,3 +718,8 @@ void QueryRunner::flush_commits()
 {
     state_->group_commit.flush();
 }
+
+void QueryRunner::set_connections(unsigned n)
+{
+    state_->group_commit.set_connections(n);
+}

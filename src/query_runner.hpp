@@ -46,6 +46,8 @@ class QueryRunner {
     // awaits its WAL flush, so every answer must be held; and the one flush that releases them.
     bool commits_pending() const;
     void flush_commits();
+    // The connections the worker holds, before each round (one alone never defers its commit).
+    void set_connections(unsigned n);
 
     struct State; // query_runner.cpp
 
