@@ -67,7 +67,9 @@ my @codes = map { exchange($_, '/health', 10) } @burst;
 is(join(',', @codes), join(',', ('200') x 8), 'the burst: every connection answered');
 my @h = held(8);
 note('connections per worker after a burst of 8: ' . join('/', @h));
-ok($h[0] >= 3 && $h[1] >= 3, 'the burst is shared out: neither worker holds more than 5 of 8 ('
+# Both workers wake for the burst; the one holding more leaves each connection 1 ms for the other,
+# so a worker descheduled for longer can end up with one or two more (4/4 and 5/3 seen here).
+ok($h[0] >= 2 && $h[1] >= 2, 'the burst is shared out: neither worker holds more than 6 of 8 ('
 	  . join('/', @h) . ')');
 close $_ for @burst;
 held(0);
