@@ -30,6 +30,7 @@ extern "C" {
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <malloc.h>
 
 extern "C" {
 PGDLLEXPORT void querygate_http_worker_main(Datum main_arg);
@@ -199,6 +200,13 @@ void querygate_http_worker_main(Datum main_arg)
     if (listen_socket::shared_fd < 0)
         ereport(FATAL, (errmsg("querygate http worker has no listening socket")));
     worker_load::attach(DatumGetInt32(main_arg));
+    // Keep freed memory in this process. A round of many connections frees a few hundred kB of
+    // request, response and libmicrohttpd pool memory at once; glibc then gives the top of the
+    // heap back to the kernel and the next round faults it in again (memset and page faults were
+    // most of a worker's time serving 100-row pages at 16 connections per worker: 560-960 us of
+    // CPU per call against 160-200 us at 4).
+    (void)mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+    (void)mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
 
     try {
         serve();
