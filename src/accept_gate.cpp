@@ -22,11 +22,6 @@ bool AcceptGate::should_accept(unsigned mine, unsigned fewest, Clock::time_point
     return false;
 }
 
-void AcceptGate::settled()
-{
-    deferring_ = false;
-}
-
 void AcceptGate::out_of_resources(Clock::time_point now)
 {
     deferring_ = false;

@@ -26,8 +26,6 @@ class AcceptGate {
     // Whether to take the pending connection now, given this worker's open connections and the
     // fewest any running worker holds (this one included).
     bool should_accept(unsigned mine, unsigned fewest, Clock::time_point now);
-    // The connection was taken, or was gone (another worker took it).
-    void settled();
     // accept failed for lack of descriptors or memory.
     void out_of_resources(Clock::time_point now);
 
@@ -37,6 +35,8 @@ class AcceptGate {
     long ms_until_watching(Clock::time_point now) const;
 
   private:
+    void settled() { deferring_ = false; } // the pending connection is this worker's to take
+
     Clock::time_point resume_at_{};   // the socket is ignored until then
     Clock::time_point deferred_at_{}; // when this worker first left the pending connection
     bool deferring_ = false;

@@ -80,7 +80,6 @@ Oid *oid_array(Datum datum, Oid element_type, int *n)
     return out;
 }
 
-
 // Reads the policy, its mask rules, the saved query and the grant. Inside a catalog session; the
 // results are copied into `into`, which outlives the session.
 void read_inputs(const char *policy, const char *query, MemoryContext into, ExplainInputs *in)

@@ -55,10 +55,8 @@ void take_connection(HttpServer &server, AcceptGate &gate)
     switch (server.accept_one()) {
     case HttpServer::Accepted::one:
         worker_load::publish(server.connections());
-        gate.settled();
         break;
     case HttpServer::Accepted::none:
-        gate.settled();
         break;
     case HttpServer::Accepted::out_of_resources: {
         gate.out_of_resources(now);

@@ -38,6 +38,8 @@ const struct {
     {WRITE_DELETE, "delete"},
     {WRITE_MERGE, "merge"},
 };
+static_assert(sizeof(write_op_names) / sizeof(write_op_names[0]) == write_op_count,
+              "write_op_count (policy_decision.hpp) must count the table");
 
 } // namespace
 

@@ -285,12 +285,7 @@ sub raw_exchange
 {
 	my ($self, $bytes, %o) = @_;
 	my $timeout = $o{timeout} // 5;
-	my $sock = IO::Socket::INET->new(
-		PeerAddr => '127.0.0.1',
-		PeerPort => $self->{port},
-		Proto => 'tcp',
-		Timeout => 5) or die "connect: $!";
-	$sock->autoflush(1);
+	my $sock = $self->connect_raw;
 	syswrite($sock, $bytes) if length $bytes;
 	if ($o{close_after})
 	{
@@ -301,7 +296,6 @@ sub raw_exchange
 	return read_until_close($sock, $timeout);
 }
 
-# Reads from $sock until the peer closes or $timeout seconds pass, closes it, returns the bytes.
 # A raw keep-alive connection to the server, for tests that control when each request is sent.
 sub connect_raw
 {
@@ -345,6 +339,7 @@ sub read_response
 	return ('none', '');
 }
 
+# Reads from $sock until the peer closes or $timeout seconds pass, closes it, returns the bytes.
 sub read_until_close
 {
 	my ($sock, $timeout) = @_;
