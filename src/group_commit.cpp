@@ -9,6 +9,7 @@ extern "C" {
 
 #include "pg_guard.hpp"
 #include "settings.hpp"
+#include "wal_flusher.hpp"
 
 void GroupCommit::defer_this_commit()
 {
@@ -34,15 +35,35 @@ void GroupCommit::committed()
         return;
     deferred_ = false;
     // A transaction that changed nothing writes no commit record.
-    if (XactLastCommitEnd != before_ && XactLastCommitEnd > pending_)
-        pending_ = XactLastCommitEnd;
+    if (XactLastCommitEnd == before_)
+        return;
+    wal_flusher::want(XactLastCommitEnd);
+    to_request_ = true;
 }
 
-void GroupCommit::flush()
+XLogRecPtr GroupCommit::hold_until()
 {
-    if (pending_ == InvalidXLogRecPtr)
+    // Any worker's deferred commit, not only this one's: this answer may show it.
+    const XLogRecPtr wanted = wal_flusher::wanted();
+    if (wanted <= flushed_)
+        return InvalidXLogRecPtr;
+    flushed_ = GetFlushRecPtr(nullptr);
+    return wanted <= flushed_ ? InvalidXLogRecPtr : wanted;
+}
+
+void GroupCommit::end_round()
+{
+    if (!to_request_)
         return;
-    const XLogRecPtr upto = pending_;
-    pg::guard([upto] { XLogFlush(upto); });
-    pending_ = InvalidXLogRecPtr;
+    to_request_ = false;
+    if (!wal_flusher::wake()) {
+        const XLogRecPtr upto = wal_flusher::wanted();
+        pg::guard([upto] { XLogFlush(upto); });
+    }
+}
+
+XLogRecPtr GroupCommit::flushed()
+{
+    flushed_ = GetFlushRecPtr(nullptr);
+    return flushed_;
 }

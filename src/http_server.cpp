@@ -111,7 +111,7 @@ struct HttpServer::Callbacks {
                 req.client_address = client_address(conn);
                 return MHD_YES;
             }
-            if (state->held) // resumed by release_held(): the round's writes are durable
+            if (state->held) // resumed by release_held(): the writes it may show are durable
                 return send(conn, state->response);
             if (*upload_data_size > 0) {
                 size_t n = *upload_data_size;
@@ -132,12 +132,12 @@ struct HttpServer::Callbacks {
                 self->refusal_(state->request, 413, resp);
             else
                 self->handler_(state->request, resp);
-            if (self->hold_ && self->hold_()) {
+            if (const std::uint64_t mark = self->hold_ ? self->hold_() : 0) {
                 self->held_.reserve(self->held_.size() + 1); // no allocation after suspending
                 state->response = std::move(resp);
                 state->held = true;
                 MHD_suspend_connection(conn);
-                self->held_.push_back(conn);
+                self->held_.emplace_back(mark, conn);
                 return MHD_YES;
             }
             return send(conn, resp);
@@ -191,16 +191,25 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger l
 HttpServer::~HttpServer()
 {
     // libmicrohttpd may not be stopped with suspended connections.
-    release_held();
+    release_held(UINT64_MAX);
     if (daemon_ != nullptr)
         MHD_stop_daemon(daemon_);
 }
 
-void HttpServer::release_held()
+bool HttpServer::release_held(std::uint64_t upto)
 {
-    for (MHD_Connection *conn : held_)
-        MHD_resume_connection(conn);
-    held_.clear();
+    // Marks only rise (a later answer never needs an earlier flush), so this releases the oldest;
+    // the rest keep their order either way.
+    std::size_t kept = 0;
+    for (const auto &held : held_) {
+        if (held.first <= upto)
+            MHD_resume_connection(held.second);
+        else
+            held_[kept++] = held;
+    }
+    const bool released = kept < held_.size();
+    held_.resize(kept);
+    return released;
 }
 
 int HttpServer::epoll_fd() const

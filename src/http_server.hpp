@@ -11,8 +11,10 @@
 #include "http_types.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct MHD_Daemon;
@@ -25,8 +27,9 @@ class HttpServer {
     // Answers a request refused before the handler runs (body too large); the handler's shape.
     using Refusal = std::function<void(const HttpRequest &, int status, HttpResponse &)>;
     using Logger = void (*)(const char *message);
-    // Asked after every response is made: true means hold it until release_held().
-    using HoldCheck = std::function<bool()>;
+    // Asked after every response is made: a nonzero mark means hold it until release_held() is
+    // called with a mark at least as high (group commit: a WAL position).
+    using HoldCheck = std::function<std::uint64_t()>;
 
     HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger logger);
     ~HttpServer();
@@ -56,12 +59,12 @@ class HttpServer {
     unsigned connections() const;
     int listen_fd() const { return listen_fd_; }
 
-    // Held responses (group commit, src/group_commit.hpp): a response made while hold() says so is
-    // kept, its connection suspended, until the owner has made the round's writes durable and
-    // calls release_held(); the next run() sends them.
+    // Held responses (group commit, src/group_commit.hpp): a response for which hold() gives a
+    // mark is kept, its connection suspended, until release_held() reaches that mark (the writes it
+    // may show are durable); the next run() sends it. Returns whether any was released.
     void set_hold(HoldCheck hold) { hold_ = std::move(hold); }
     bool holding() const { return !held_.empty(); }
-    void release_held();
+    bool release_held(std::uint64_t upto);
 
     void set_max_body_size(std::size_t bytes) { max_body_size_ = bytes; }
     std::size_t max_body_size() const { return max_body_size_; }
@@ -76,7 +79,7 @@ class HttpServer {
     Refusal refusal_;
     Logger logger_;
     HoldCheck hold_;
-    std::vector<MHD_Connection *> held_;
+    std::vector<std::pair<std::uint64_t, MHD_Connection *>> held_; // (mark, connection)
     std::size_t max_body_size_ = 1024 * 1024;
     std::string start_error_;
     int accept_error_ = 0;

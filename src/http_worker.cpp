@@ -25,6 +25,7 @@ extern "C" {
 #include "query_runner.hpp"
 #include "request_handler.hpp"
 #include "settings.hpp"
+#include "wal_flusher.hpp"
 #include "worker_load.hpp"
 
 #include <algorithm>
@@ -128,7 +129,7 @@ void serve()
         ereport(FATAL, (errmsg("querygate http worker could not start: %s",
                                server.start_error().c_str())));
     server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
-    server.set_hold([&runner] { return runner.commits_pending(); });
+    server.set_hold([&runner] { return runner.hold_until(); });
 
     // Two sets of events: the latch, postmaster death and libmicrohttpd's epoll fd (its
     // connections) in both, and the shared listening socket in one. The worker waits on the set
@@ -144,12 +145,22 @@ void serve()
         AddWaitEventToSet(accepting, WL_SOCKET_READABLE, server.listen_fd(), nullptr, nullptr);
     AcceptGate gate;
     StatsReporter stats;
+    // Whether the WAL flusher knows this worker holds answers (it then sets the latch after each
+    // flush); told only on a change.
+    bool waiting = false;
+    auto set_waiting = [&waiting](bool now) {
+        if (now != waiting)
+            wal_flusher::set_waiting(waiting = now);
+    };
 
     for (;;) {
         const auto now = AcceptGate::Clock::now();
         const bool watching = gate.watching(now);
-        // Answers held for a flush are released at the end of this pass; do not sleep first.
-        long timeout = server.holding() ? 0 : server.timeout_ms();
+        // Answers held for a flush: the flusher sets the latch once it has flushed; the short
+        // timeout only bounds a wake-up lost to a flush done by someone else.
+        long timeout = server.timeout_ms();
+        if (server.holding())
+            timeout = sooner(timeout, 10);
         timeout = sooner(timeout, stats.report(now));
         if (!watching)
             timeout = sooner(timeout, gate.ms_until_watching(now));
@@ -174,13 +185,20 @@ void serve()
         }
         runner.set_connections(server.connections());
         server.run();
-        // Group commit: the round's writes share one WAL flush, then their held answers (and any
-        // other answer made meanwhile) go out.
+        // Group commit: the round's writes go to the WAL flusher together (when none runs,
+        // end_round flushed them itself); answers whose writes are durable go out now. The
+        // flusher is told this worker waits before the flushed position is read, so that a flush
+        // finishing in between still wakes it.
+        runner.end_round();
         if (server.holding()) {
-            runner.flush_commits();
-            server.release_held();
-            server.run();
+            set_waiting(true);
+            if (server.release_held(runner.flushed())) {
+                server.run();      // sends them, and serves what came meanwhile
+                runner.end_round();
+            }
         }
+        if (!server.holding())
+            set_waiting(false);
         worker_load::publish(server.connections());
     }
 }
@@ -198,6 +216,7 @@ void querygate_http_worker_main(Datum main_arg)
     if (listen_socket::shared_fd < 0)
         ereport(FATAL, (errmsg("querygate http worker has no listening socket")));
     worker_load::attach(DatumGetInt32(main_arg));
+    wal_flusher::attach(DatumGetInt32(main_arg));
     // Keep freed memory in this process. A round of many connections frees a few hundred kB of
     // request, response and libmicrohttpd pool memory at once; glibc then gives the top of the
     // heap back to the kernel and the next round faults it in again (memset and page faults were

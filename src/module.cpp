@@ -10,6 +10,7 @@ extern "C" {
 
 #include "listen_socket.hpp"
 #include "settings.hpp"
+#include "wal_flusher.hpp"
 #include "worker_load.hpp"
 
 #include <string>
@@ -26,7 +27,8 @@ namespace {
 bool preloaded = false;
 
 // Shared memory, requested and set up through PostgreSQL's hooks (chained). Only the workers'
-// load counts today; metrics and rate limits shared by all workers are the next to ask here.
+// load counts and the WAL flusher's state today; metrics and rate limits shared by all
+// workers are the next to ask here.
 shmem_request_hook_type prev_shmem_request = nullptr;
 shmem_startup_hook_type prev_shmem_startup = nullptr;
 
@@ -35,6 +37,7 @@ void request_shmem()
     if (prev_shmem_request)
         prev_shmem_request();
     RequestAddinShmemSpace(worker_load::shmem_size());
+    RequestAddinShmemSpace(wal_flusher::shmem_size());
 }
 
 void startup_shmem()
@@ -42,6 +45,7 @@ void startup_shmem()
     if (prev_shmem_startup)
         prev_shmem_startup();
     worker_load::shmem_init();
+    wal_flusher::shmem_init();
 }
 
 void register_workers()
@@ -88,6 +92,7 @@ void _PG_init(void)
     prev_shmem_startup = shmem_startup_hook;
     shmem_startup_hook = startup_shmem;
     register_workers();
+    wal_flusher::register_process();
 }
 
 // Called by the install script: tells the administrator whether this database is served over HTTP.

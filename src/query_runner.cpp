@@ -709,14 +709,19 @@ CallResult QueryRunner::run(const CallRequest &request)
     return result;
 }
 
-bool QueryRunner::commits_pending() const
+uint64_t QueryRunner::hold_until()
 {
-    return state_->group_commit.pending();
+    return state_->group_commit.hold_until();
 }
 
-void QueryRunner::flush_commits()
+void QueryRunner::end_round()
 {
-    state_->group_commit.flush();
+    state_->group_commit.end_round();
+}
+
+uint64_t QueryRunner::flushed()
+{
+    return state_->group_commit.flushed();
 }
 
 void QueryRunner::set_connections(unsigned n)

@@ -5,6 +5,7 @@
 
 #include "api_error.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,10 +43,12 @@ class QueryRunner {
     // Once, after the worker has connected to its database.
     void start();
     CallResult run(const CallRequest &request);
-    // Group commit (src/group_commit.hpp): whether a write committed since the last flush still
-    // awaits its WAL flush, so every answer must be held; and the one flush that releases them.
-    bool commits_pending() const;
-    void flush_commits();
+    // Group commit (src/group_commit.hpp), in WAL positions: how far WAL must be flushed before an
+    // answer just made may go (0: now); at the end of a round, asking for the round's flush; and
+    // how far WAL is flushed.
+    uint64_t hold_until();
+    void end_round();
+    uint64_t flushed();
     // The connections the worker holds, before each round (one alone never defers its commit).
     void set_connections(unsigned n);
 

@@ -63,9 +63,9 @@ void define_reloadable()
                              "When off, every call runs in a read-only transaction.", &allow_writes,
                              false, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomBoolVariable("querygate.group_commit",
-                             "Lets the writes of one worker round share one WAL flush.",
-                             "Each answer still waits for its flush; a write is visible to other "
-                             "sessions up to one round before it is durable.",
+                             "Lets writes share WAL flushes, made by the WAL flusher process.",
+                             "Each answer still waits for its flush; a write is visible to direct "
+                             "SQL sessions before it is durable.",
                              &group_commit, false, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "querygate.trusted_proxies",

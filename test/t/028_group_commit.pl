@@ -1,5 +1,5 @@
 # Group commit (querygate.group_commit, src/group_commit.hpp): the writes of one worker round share
-# one WAL flush (counted in pg_stat_wal, which also shows that the workers report their statistics),
+# one WAL flush, made by the WAL flusher process or, without it, by the worker (counted in pg_stat_wal, which also shows that the workers report their statistics),
 # and every write answered 200 survives an immediate (crash) stop right after its answer. The WAL
 # writer is slowed to one round every 10 s, so the flushes counted are the writers' own (fsync is
 # on here, unlike in the other suites, so that flushes are counted at all). A crash discards the
@@ -92,17 +92,37 @@ is(join(' ', read_response($c, 10)), '200 {"rows_affected":1}', 'a pipelined wri
 is(join(' ', read_response($c, 10)), '200 [{"n":6}]', 'the pipelined read after it sees the write');
 close $c;
 
+# The WAL flusher (src/wal_flusher.hpp) does the syncs. Without it (terminated; it comes back after
+# a second), a worker flushes its writes itself: the answers and their durability are the same.
+my $flusher = q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'querygate wal flusher'};
+like($qg->sql($flusher), qr/^\d+$/, 'one WAL flusher runs');
+$qg->sql("SELECT pg_terminate_backend(($flusher))");
+ok(poll_until(sub { $qg->sql("SELECT count(*) FROM ($flusher) f") eq '0' }), 'the flusher is gone');
+my $idle = $qg->connect_raw;    # a second connection on the worker, so that its writes defer
+syswrite($idle, "GET /health HTTP/1.1\r\nHost: test\r\n\r\n");
+read_response($idle, 10);
+$c = $qg->connect_raw;
+post_bump($c, 4, 7) for 1 .. 2;
+is(join(' ', read_response($c, 10), read_response($c, 10)), '200 {"rows_affected":1} 200 {"rows_affected":1}',
+	'without the flusher, pipelined writes are answered');
+close $_ for $c, $idle;
+ok(poll_until(sub { $qg->sql($flusher) =~ /^\d+$/ }), 'the flusher is started again');
+$node->stop('immediate');
+$node->start;
+ok($qg->wait_health, 'the server is back after the third crash');
+is($qg->sql('SELECT n FROM counters WHERE id = 4'), '15', 'writes flushed by the worker itself survive a crash');
+
 # Off (reload): writes commit as PostgreSQL would, one flush each; answers are the same.
 $qg->set_and_reload('querygate.group_commit', 'off');
-$syncs = wal_syncs_after(1);    # the pipelined write, since the crash
+$syncs = $qg->sql('SELECT wal_sync FROM pg_stat_wal');    # no write since the crash
 ($slept, @answers) = ten_writes_in_one_round(2);
 is_deeply(\@answers, [ ('200 {"rows_affected":1}') x 9 ], 'with group commit off, the same answers');
-$used = wal_syncs_after(11) - $syncs;
+$used = wal_syncs_after(10) - $syncs;
 cmp_ok($used, '>=', 8, "with group commit off, ten writes took $used WAL syncs (one each)");
 $node->stop('immediate');
 $node->start;
-ok($qg->wait_health, 'the server is back after the second crash');
+ok($qg->wait_health, 'the server is back after the last crash');
 is($qg->sql('SELECT string_agg(n::text, \',\' ORDER BY id) FROM counters'),
-	join(',', 3, 3, 8, (3) x 7), 'with group commit off, every write survives a crash too');
+	join(',', 3, 3, 8, 17, (3) x 6), 'with group commit off, every write survives a crash too');
 
 done_testing();

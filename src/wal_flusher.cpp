@@ -1,0 +1,175 @@
+// The WAL flusher process and the shared state the workers reach it through (see wal_flusher.hpp).
+// PostgreSQL side. Lock-free: a 64-bit "wanted" position only ever raised, a process number, and
+// one slot per worker. Latches carry the wake-ups both ways, with the usual order (reset the latch,
+// then read the state) so that none is lost; a holding worker also re-checks on a short timeout.
+#include "wal_flusher.hpp"
+
+extern "C" {
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "port/atomics.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+}
+
+#include "settings.hpp"
+
+namespace {
+
+// A process number plus one, so that 0 means "none".
+constexpr uint32 nobody = 0;
+
+struct Shared {
+    pg_atomic_uint64 wanted;      // highest commit end a worker wants flushed
+    pg_atomic_uint32 flusher;     // the flusher's pgprocno + 1, or nobody
+    pg_atomic_uint32 waiting[FLEXIBLE_ARRAY_MEMBER]; // per worker: its pgprocno + 1 while it holds answers
+};
+
+Shared *shared = nullptr;
+int my_slot = -1;
+
+void set_latch_of(uint32 procno_plus_one)
+{
+    if (procno_plus_one != nobody)
+        SetLatch(&ProcGlobal->allProcs[procno_plus_one - 1].procLatch);
+}
+
+void leave_worker_slot(int, Datum)
+{
+    if (shared != nullptr && my_slot >= 0)
+        pg_atomic_write_u32(&shared->waiting[my_slot], nobody);
+    my_slot = -1;
+}
+
+void leave_flusher(int, Datum)
+{
+    if (shared != nullptr)
+        pg_atomic_write_u32(&shared->flusher, nobody);
+}
+
+// After a flush (or a pass that found nothing to flush): every worker holding answers looks again.
+void wake_waiters()
+{
+    for (int i = 0; i < settings::workers; i++)
+        set_latch_of(pg_atomic_read_u32(&shared->waiting[i]));
+}
+
+} // namespace
+
+std::size_t wal_flusher::shmem_size()
+{
+    return add_size(offsetof(Shared, waiting),
+                    mul_size(sizeof(pg_atomic_uint32), static_cast<Size>(settings::workers)));
+}
+
+void wal_flusher::shmem_init()
+{
+    bool found = false;
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    shared = static_cast<Shared *>(ShmemInitStruct("querygate wal flusher", shmem_size(), &found));
+    if (!found) {
+        pg_atomic_init_u64(&shared->wanted, InvalidXLogRecPtr);
+        pg_atomic_init_u32(&shared->flusher, nobody);
+        for (int i = 0; i < settings::workers; i++)
+            pg_atomic_init_u32(&shared->waiting[i], nobody);
+    }
+    LWLockRelease(AddinShmemInitLock);
+}
+
+void wal_flusher::register_process()
+{
+    BackgroundWorker worker{};
+    // Connected to no database (as PostgreSQL's logical replication launcher is): flushing WAL
+    // needs none, and the connection shows the process in pg_stat_activity.
+    worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+    // Not during recovery: nothing is written there, and a promoted standby starts it then.
+    worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+    worker.bgw_restart_time = 1;
+    snprintf(worker.bgw_library_name, BGW_MAXLEN, "querygate");
+    snprintf(worker.bgw_function_name, BGW_MAXLEN, "querygate_wal_flusher_main");
+    snprintf(worker.bgw_name, BGW_MAXLEN, "querygate wal flusher");
+    snprintf(worker.bgw_type, BGW_MAXLEN, "querygate wal flusher");
+    RegisterBackgroundWorker(&worker);
+}
+
+void wal_flusher::attach(int worker)
+{
+    if (shared == nullptr || worker < 0 || worker >= settings::workers)
+        ereport(FATAL, (errmsg("querygate http worker %d has no flush slot", worker + 1)));
+    my_slot = worker;
+    pg_atomic_write_u32(&shared->waiting[my_slot], nobody);
+    on_shmem_exit(leave_worker_slot, 0);
+}
+
+void wal_flusher::want(XLogRecPtr end)
+{
+    uint64 seen = pg_atomic_read_u64(&shared->wanted);
+    while (seen < end && !pg_atomic_compare_exchange_u64(&shared->wanted, &seen, end)) {
+    }
+}
+
+XLogRecPtr wal_flusher::wanted()
+{
+    return shared == nullptr ? InvalidXLogRecPtr : pg_atomic_read_u64(&shared->wanted);
+}
+
+bool wal_flusher::wake()
+{
+    const uint32 flusher = pg_atomic_read_u32(&shared->flusher);
+    set_latch_of(flusher);
+    return flusher != nobody;
+}
+
+void wal_flusher::set_waiting(bool waiting)
+{
+    if (my_slot >= 0)
+        pg_atomic_write_u32(&shared->waiting[my_slot],
+                            waiting ? static_cast<uint32>(MyProc->pgprocno) + 1 : nobody);
+}
+
+// The flusher's loop. Plain PostgreSQL calls and plain data only, so an error (a failed WAL write is
+// a PANIC anyway) ends the process the way PostgreSQL ends any background worker.
+void querygate_wal_flusher_main(Datum)
+{
+    pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+    pqsignal(SIGHUP, SIG_IGN); // no setting of its own to reload
+    BackgroundWorkerUnblockSignals();
+    BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
+    if (shared == nullptr)
+        ereport(FATAL, (errmsg("querygate wal flusher has no shared memory")));
+    pg_atomic_write_u32(&shared->flusher, static_cast<uint32>(MyProc->pgprocno) + 1);
+    on_shmem_exit(leave_flusher, 0);
+
+    TimestampTz last_report = GetCurrentTimestamp();
+    for (;;) {
+        ResetLatch(MyLatch);
+        if (ShutdownRequestPending)
+            break;
+        // Syncs back to back while workers publish commits; each covers all published before it.
+        const XLogRecPtr upto = pg_atomic_read_u64(&shared->wanted);
+        const bool work = upto > GetFlushRecPtr(nullptr);
+        if (work)
+            XLogFlush(upto);
+        wake_waiters();
+        // Its WAL syncs belong in pg_stat_wal: reported when idle, and once a second while busy.
+        const TimestampTz now = work ? GetCurrentTimestamp() : 0;
+        if (!work || TimestampDifferenceExceeds(last_report, now, 1000)) {
+            pgstat_report_wal(!work);
+            last_report = work ? now : GetCurrentTimestamp();
+        }
+        if (work)
+            continue;
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
+    }
+    // Exit code 1: a background worker that exits with 0 is never started again, and one
+    // terminated by an administrator (pg_terminate_backend) should be. At shutdown nothing restarts.
+    proc_exit(1);
+}
