@@ -130,9 +130,13 @@ bool wal_flusher::wake()
 
 void wal_flusher::set_waiting(bool waiting)
 {
-    if (my_slot >= 0)
-        pg_atomic_write_u32(&shared->waiting[my_slot],
-                            waiting ? static_cast<uint32>(MyProc->pgprocno) + 1 : nobody);
+    if (my_slot < 0)
+        return;
+    pg_atomic_write_u32(&shared->waiting[my_slot],
+                        waiting ? static_cast<uint32>(MyProc->pgprocno) + 1 : nobody);
+    // The worker reads the flushed position next: that read must not be done before this write
+    // is visible, or a flush finishing in between would neither be seen nor wake it.
+    pg_memory_barrier();
 }
 
 // The flusher's loop. Plain PostgreSQL calls and plain data only, so an error (a failed WAL write is
