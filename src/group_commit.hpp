@@ -7,8 +7,11 @@
 // (synchronous_commit = off for that transaction only) and publishes how far WAL must be flushed;
 // its answer is held; at the end of the round the worker asks the WAL flusher (src/wal_flusher.hpp)
 // for a flush and goes on serving. Held answers go out once WAL is flushed past their mark. Every
-// answer made while any worker's deferred commit is unflushed is held too, so no answer from any
-// worker shows data a crash could still lose.
+// answer made while any worker's published commit is unflushed is held too. A commit is published
+// just after CommitTransactionCommand returns, so a read on another worker in the microseconds
+// between its visibility and its publication is not held (PostgreSQL offers no hook between the
+// commit record and visibility; publishing the WAL insert position instead while a deferred commit
+// is in flight would close the gap).
 //
 // A worker holding a single connection commits as PostgreSQL would: no other request can share its
 // flush, and the deferred path costs more than it saves there (measured at 1 connection: 1,330
@@ -16,9 +19,10 @@
 // each deferred commit completes a WAL page and wakes the WAL writer, whose flush then races ours.
 //
 // What it gives up: between its commit and its flush (typically under a millisecond), a write is
-// visible to direct SQL sessions before it is durable, as with synchronous_commit = off. That is
-// why it is a setting, off by default. It never applies with synchronous standbys configured (their
-// wait is per backend) or when the server's synchronous_commit is already off.
+// visible to direct SQL sessions (and, for microseconds, to other workers) before it is durable,
+// as with synchronous_commit = off. That is why it is a setting, off by default. It never applies
+// with synchronous standbys configured (their wait is per backend) or when the server's
+// synchronous_commit is already off.
 #pragma once
 
 #include "pg_headers.hpp"

@@ -30,7 +30,8 @@ constexpr uint32 nobody = 0;
 struct Shared {
     pg_atomic_uint64 wanted;      // highest commit end a worker wants flushed
     pg_atomic_uint32 flusher;     // the flusher's pgprocno + 1, or nobody
-    pg_atomic_uint32 waiting[FLEXIBLE_ARRAY_MEMBER]; // per worker: its pgprocno + 1 while it holds answers
+    // Per worker: its pgprocno + 1 while it holds answers, else nobody.
+    pg_atomic_uint32 waiting[FLEXIBLE_ARRAY_MEMBER];
 };
 
 Shared *shared = nullptr;
@@ -139,8 +140,8 @@ void wal_flusher::set_waiting(bool waiting)
     pg_memory_barrier();
 }
 
-// The flusher's loop. Plain PostgreSQL calls and plain data only, so an error (a failed WAL write is
-// a PANIC anyway) ends the process the way PostgreSQL ends any background worker.
+// The flusher's loop. Plain PostgreSQL calls and plain data only, so an error (a failed WAL write
+// is a PANIC anyway) ends the process the way PostgreSQL ends any background worker.
 void querygate_wal_flusher_main(Datum)
 {
     pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
@@ -174,6 +175,7 @@ void querygate_wal_flusher_main(Datum)
         (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
     }
     // Exit code 1: a background worker that exits with 0 is never started again, and one
-    // terminated by an administrator (pg_terminate_backend) should be. At shutdown nothing restarts.
+    // terminated by an administrator (pg_terminate_backend) should be. At shutdown nothing
+    // restarts.
     proc_exit(1);
 }
