@@ -48,21 +48,38 @@ void startup_shmem()
     wal_flusher::shmem_init();
 }
 
-void register_workers()
+// One of querygate's background processes. Each has shared memory and a connection (the WAL
+// flusher's to no database, as PostgreSQL's logical replication launcher's, which is what shows it
+// in pg_stat_activity).
+void register_process(const char *function, const char *name, const char *type,
+                      BgWorkerStartTime start, int restart_seconds, Datum arg)
 {
+    BackgroundWorker worker{};
+    worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+    worker.bgw_start_time = start;
+    worker.bgw_restart_time = restart_seconds;
+    snprintf(worker.bgw_library_name, BGW_MAXLEN, "querygate");
+    snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", function);
+    snprintf(worker.bgw_name, BGW_MAXLEN, "%s", name);
+    snprintf(worker.bgw_type, BGW_MAXLEN, "%s", type);
+    worker.bgw_main_arg = arg;
+    RegisterBackgroundWorker(&worker);
+}
+
+void register_processes()
+{
+    // Consistent state, not recovery finished: workers also serve read-only calls on standbys.
     for (int i = 0; i < settings::workers; i++) {
-        BackgroundWorker worker{};
-        worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-        // Consistent state, not recovery finished: workers also serve read-only calls on standbys.
-        worker.bgw_start_time = BgWorkerStart_ConsistentState;
-        worker.bgw_restart_time = 5;
-        snprintf(worker.bgw_library_name, BGW_MAXLEN, "querygate");
-        snprintf(worker.bgw_function_name, BGW_MAXLEN, "querygate_http_worker_main");
-        snprintf(worker.bgw_name, BGW_MAXLEN, "querygate http worker %d", i + 1);
-        snprintf(worker.bgw_type, BGW_MAXLEN, "querygate http worker");
-        worker.bgw_main_arg = Int32GetDatum(i);
-        RegisterBackgroundWorker(&worker);
+        char name[BGW_MAXLEN];
+        snprintf(name, sizeof(name), "querygate http worker %d", i + 1);
+        register_process("querygate_http_worker_main", name, "querygate http worker",
+                         BgWorkerStart_ConsistentState, 5, Int32GetDatum(i));
     }
+    // The WAL flusher (src/wal_flusher.hpp), last, so that a server short of worker slots loses it
+    // rather than a worker. Not during recovery: nothing is written there, and a promoted standby
+    // starts it then.
+    register_process("querygate_wal_flusher_main", "querygate wal flusher", "querygate wal flusher",
+                     BgWorkerStart_RecoveryFinished, 1, 0);
 }
 
 } // namespace
@@ -91,8 +108,7 @@ void _PG_init(void)
     shmem_request_hook = request_shmem;
     prev_shmem_startup = shmem_startup_hook;
     shmem_startup_hook = startup_shmem;
-    register_workers();
-    wal_flusher::register_process();
+    register_processes();
 }
 
 // Called by the install script: tells the administrator whether this database is served over HTTP.

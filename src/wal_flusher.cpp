@@ -85,22 +85,6 @@ void wal_flusher::shmem_init()
     LWLockRelease(AddinShmemInitLock);
 }
 
-void wal_flusher::register_process()
-{
-    BackgroundWorker worker{};
-    // Connected to no database (as PostgreSQL's logical replication launcher is): flushing WAL
-    // needs none, and the connection shows the process in pg_stat_activity.
-    worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-    // Not during recovery: nothing is written there, and a promoted standby starts it then.
-    worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-    worker.bgw_restart_time = 1;
-    snprintf(worker.bgw_library_name, BGW_MAXLEN, "querygate");
-    snprintf(worker.bgw_function_name, BGW_MAXLEN, "querygate_wal_flusher_main");
-    snprintf(worker.bgw_name, BGW_MAXLEN, "querygate wal flusher");
-    snprintf(worker.bgw_type, BGW_MAXLEN, "querygate wal flusher");
-    RegisterBackgroundWorker(&worker);
-}
-
 void wal_flusher::attach(int worker)
 {
     if (shared == nullptr || worker < 0 || worker >= settings::workers)
@@ -147,6 +131,7 @@ void querygate_wal_flusher_main(Datum)
     pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
     pqsignal(SIGHUP, SIG_IGN); // no setting of its own to reload
     BackgroundWorkerUnblockSignals();
+    // No database: flushing WAL needs none; the connection shows it in pg_stat_activity.
     BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
     if (shared == nullptr)
         ereport(FATAL, (errmsg("querygate wal flusher has no shared memory")));
