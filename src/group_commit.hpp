@@ -7,11 +7,11 @@
 // (synchronous_commit = off for that transaction only) and publishes how far WAL must be flushed;
 // its answer is held; at the end of the round the worker asks the WAL flusher (src/wal_flusher.hpp)
 // for a flush and goes on serving. Held answers go out once WAL is flushed past their mark. Every
-// answer made while any worker's published commit is unflushed is held too. A commit is published
-// just after CommitTransactionCommand returns, so a read on another worker in the microseconds
-// between its visibility and its publication is not held (PostgreSQL offers no hook between the
-// commit record and visibility; publishing the WAL insert position instead while a deferred commit
-// is in flight would close the gap).
+// answer made while any worker's published commit is unflushed is held too. A commit's end is
+// known only after CommitTransactionCommand returns, and other workers may see the commit a few
+// microseconds before that (PostgreSQL offers no hook between the commit record and its
+// visibility); so a worker flags itself as committing just before, and while any worker is, an
+// answer is held to the WAL insert position, which is past every commit it can have seen.
 //
 // A worker holding a single connection commits as PostgreSQL would: no other request can share its
 // flush, and the deferred path costs more than it saves there (measured at 1 connection: 1,330
@@ -37,10 +37,13 @@ class GroupCommit {
     // Called inside a write call's transaction, before its commit: when group commit applies,
     // this transaction's commit will not wait for its WAL flush.
     void defer_this_commit();
+    // Called just before that commit: from here until its end is published, every worker holds
+    // its answers to the WAL insert position.
+    void committing();
     // Called after the commit: publishes how far WAL must be flushed before answering.
     void committed();
     // The transaction was aborted instead: nothing to publish.
-    void abandoned() { deferred_ = false; }
+    void abandoned();
     // For an answer just made: the WAL position that must be flushed before it is sent, or
     // InvalidXLogRecPtr when it can go now.
     XLogRecPtr hold_until();

@@ -686,6 +686,7 @@ CallResult QueryRunner::run(const CallRequest &request)
         }
         // Every path that got here ends its transaction with a commit (a read-only one costs
         // nothing); errors took the abort path below instead.
+        s.group_commit.committing();
         pg::guard([] {
             PopActiveSnapshot();
             CommitTransactionCommand();

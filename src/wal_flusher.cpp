@@ -27,11 +27,15 @@ namespace {
 // A process number plus one, so that 0 means "none".
 constexpr uint32 nobody = 0;
 
+struct WorkerSlot {
+    pg_atomic_uint32 waiting;     // its pgprocno + 1 while it holds answers, else nobody
+    pg_atomic_uint32 committing;  // 1 from just before a deferred commit until it is published
+};
+
 struct Shared {
     pg_atomic_uint64 wanted;      // highest commit end a worker wants flushed
     pg_atomic_uint32 flusher;     // the flusher's pgprocno + 1, or nobody
-    // Per worker: its pgprocno + 1 while it holds answers, else nobody.
-    pg_atomic_uint32 waiting[FLEXIBLE_ARRAY_MEMBER];
+    WorkerSlot workers[FLEXIBLE_ARRAY_MEMBER];
 };
 
 Shared *shared = nullptr;
@@ -45,8 +49,10 @@ void set_latch_of(uint32 procno_plus_one)
 
 void leave_worker_slot(int, Datum)
 {
-    if (shared != nullptr && my_slot >= 0)
-        pg_atomic_write_u32(&shared->waiting[my_slot], nobody);
+    if (shared != nullptr && my_slot >= 0) {
+        pg_atomic_write_u32(&shared->workers[my_slot].waiting, nobody);
+        pg_atomic_write_u32(&shared->workers[my_slot].committing, 0);
+    }
     my_slot = -1;
 }
 
@@ -60,15 +66,15 @@ void leave_flusher(int, Datum)
 void wake_waiters()
 {
     for (int i = 0; i < settings::workers; i++)
-        set_latch_of(pg_atomic_read_u32(&shared->waiting[i]));
+        set_latch_of(pg_atomic_read_u32(&shared->workers[i].waiting));
 }
 
 } // namespace
 
 std::size_t wal_flusher::shmem_size()
 {
-    return add_size(offsetof(Shared, waiting),
-                    mul_size(sizeof(pg_atomic_uint32), static_cast<Size>(settings::workers)));
+    return add_size(offsetof(Shared, workers),
+                    mul_size(sizeof(WorkerSlot), static_cast<Size>(settings::workers)));
 }
 
 void wal_flusher::shmem_init()
@@ -79,8 +85,10 @@ void wal_flusher::shmem_init()
     if (!found) {
         pg_atomic_init_u64(&shared->wanted, InvalidXLogRecPtr);
         pg_atomic_init_u32(&shared->flusher, nobody);
-        for (int i = 0; i < settings::workers; i++)
-            pg_atomic_init_u32(&shared->waiting[i], nobody);
+        for (int i = 0; i < settings::workers; i++) {
+            pg_atomic_init_u32(&shared->workers[i].waiting, nobody);
+            pg_atomic_init_u32(&shared->workers[i].committing, 0);
+        }
     }
     LWLockRelease(AddinShmemInitLock);
 }
@@ -90,7 +98,8 @@ void wal_flusher::attach(int worker)
     if (shared == nullptr || worker < 0 || worker >= settings::workers)
         ereport(FATAL, (errmsg("querygate http worker %d has no flush slot", worker + 1)));
     my_slot = worker;
-    pg_atomic_write_u32(&shared->waiting[my_slot], nobody);
+    pg_atomic_write_u32(&shared->workers[my_slot].waiting, nobody);
+    pg_atomic_write_u32(&shared->workers[my_slot].committing, 0);
     on_shmem_exit(leave_worker_slot, 0);
 }
 
@@ -106,6 +115,22 @@ XLogRecPtr wal_flusher::wanted()
     return shared == nullptr ? InvalidXLogRecPtr : pg_atomic_read_u64(&shared->wanted);
 }
 
+void wal_flusher::set_committing(bool committing)
+{
+    if (my_slot >= 0)
+        pg_atomic_write_u32(&shared->workers[my_slot].committing, committing ? 1 : 0);
+}
+
+bool wal_flusher::anyone_committing()
+{
+    if (shared == nullptr)
+        return false;
+    for (int i = 0; i < settings::workers; i++)
+        if (pg_atomic_read_u32(&shared->workers[i].committing) != 0)
+            return true;
+    return false;
+}
+
 bool wal_flusher::wake()
 {
     const uint32 flusher = pg_atomic_read_u32(&shared->flusher);
@@ -117,7 +142,7 @@ void wal_flusher::set_waiting(bool waiting)
 {
     if (my_slot < 0)
         return;
-    pg_atomic_write_u32(&shared->waiting[my_slot],
+    pg_atomic_write_u32(&shared->workers[my_slot].waiting,
                         waiting ? static_cast<uint32>(MyProc->pgprocno) + 1 : nobody);
     // The worker reads the flushed position next: that read must not be done before this write
     // is visible, or a flush finishing in between would neither be seen nor wake it.

@@ -39,6 +39,11 @@ void attach(int worker);
 void want(XLogRecPtr end);
 // The highest commit end wanted so far (flushed or not).
 XLogRecPtr wanted();
+// Whether this worker is between the start of a deferred commit and its want(): the commit may be
+// visible to other workers' queries before its end is published.
+void set_committing(bool committing);
+// Whether any worker is there now.
+bool anyone_committing();
 // Asks the flusher to flush what is wanted; false when no flusher runs (flush it yourself).
 bool wake();
 // Whether this worker holds answers for a flush: the flusher sets its latch after each flush.
