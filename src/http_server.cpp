@@ -128,6 +128,7 @@ struct HttpServer::Callbacks {
                 return MHD_YES;
             }
             HttpResponse resp;
+            self->answered_++;
             if (state->too_large)
                 self->refusal_(state->request, 413, resp);
             else

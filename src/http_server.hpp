@@ -45,6 +45,8 @@ class HttpServer {
     long timeout_ms() const;
     // Processes every ready connection; never blocks except inside the handler.
     void run();
+    // Requests answered (or refused) so far: whether a run() served anything.
+    std::uint64_t answered() const { return answered_; }
     enum class Accepted {
         one,             // handed to libmicrohttpd
         none,            // nothing pending (another worker took it) or a transient error
@@ -81,6 +83,7 @@ class HttpServer {
     HoldCheck hold_;
     std::vector<std::pair<std::uint64_t, MHD_Connection *>> held_; // (mark, connection)
     std::size_t max_body_size_ = 1024 * 1024;
+    std::uint64_t answered_ = 0;
     std::string start_error_;
     int accept_error_ = 0;
 };

@@ -19,6 +19,7 @@ int max_page_size = 1000;
 int max_body_size = 1024 * 1024;
 bool allow_writes = false;
 bool group_commit = false;
+int busy_poll = 50;
 char *trusted_proxies = nullptr;
 char *jwt_secret = nullptr;
 char *jwt_issuer = nullptr;
@@ -67,6 +68,11 @@ void define_reloadable()
                              "Each answer still waits for its flush; a write is visible to direct "
                              "SQL sessions before it is durable.",
                              &group_commit, false, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.busy_poll",
+                            "Microseconds a worker that just answered keeps looking for the next "
+                            "request before it sleeps; 0 sleeps at once.",
+                            "It yields the CPU between looks, so other processes still run.", &busy_poll, 50, 0, 1000, PGC_SIGHUP, 0, nullptr, nullptr,
+                            nullptr);
     DefineCustomStringVariable(
         "querygate.trusted_proxies",
         "Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For header is believed.",
