@@ -7,8 +7,8 @@
 // the loop reloads settings; SIGTERM (die) makes the next CHECK_FOR_INTERRUPTS end the process,
 // cancelling a running query on the way. A worker serves one call at a time; between calls it
 // accepts new connections when it holds the fewest (src/accept_gate.hpp). After a round that
-// answered something it looks for the next request for a few microseconds before it sleeps
-// (querygate.busy_poll, poll_briefly below).
+// answered something it may look for the next request for a few microseconds before it sleeps
+// (querygate.busy_poll; src/busy_poll.hpp says when and why).
 #include "pg_headers.hpp"
 extern "C" {
 #include "pgstat.h"
@@ -24,6 +24,7 @@ extern "C" {
 #include <sched.h>
 
 #include "accept_gate.hpp"
+#include "busy_poll.hpp"
 #include "http_server.hpp"
 #include "listen_socket.hpp"
 #include "query_runner.hpp"
@@ -116,16 +117,8 @@ class StatsReporter {
 };
 
 // Looks for ready events for up to querygate.busy_poll microseconds, yielding the CPU between
-// looks; 0 when none came.
-//
-// Why: on the benchmark's machine most of a worker's kernel time went to falling asleep in
-// epoll_wait and being woken for the next request (finish_task_switch), which a closed-loop client
-// sends a few tens of microseconds after its answer. A worker that stays runnable for that long
-// finds it without the sleep and the wake-up: lookups at 8 connections went from 29,500 to 35,600
-// to 37,500 a second, and from 40 to 34-36 us of worker CPU each (busy_poll 0, 20, 50, in one A/B
-// on the benchmark's cluster). It starts only after a round that answered something, so an idle worker
-// sleeps; sched_yield lets the client, and any other process, have the core meanwhile. The idea is
-// Linux's own net.core.busy_poll, whose suggested value is also 50 us.
+// looks (sched_yield: the client, or any other process, gets the core meanwhile); 0 when none
+// came. When to look is BusyPoll's decision (src/busy_poll.hpp).
 int poll_briefly(WaitEventSet *set, WaitEvent *fired, int nfired)
 {
     if (settings::busy_poll <= 0)
@@ -181,7 +174,8 @@ void serve()
             wal_flusher::set_waiting(waiting = now);
     };
 
-    bool busy = false; // the last round answered a request: look again before sleeping
+    BusyPoll busy_poll;
+    bool look = false; // look for the next request before sleeping
     for (;;) {
         const auto now = AcceptGate::Clock::now();
         const bool watching = gate.watching(now);
@@ -196,8 +190,10 @@ void serve()
         WaitEvent fired[4];
         WaitEventSet *set = watching ? accepting : quiet;
         int n = 0;
-        if (busy && timeout != 0)
+        if (look && timeout != 0) {
             n = poll_briefly(set, fired, 4);
+            busy_poll.looked(n > 0);
+        }
         if (n == 0)
             n = WaitEventSetWait(set, timeout, fired, 4, PG_WAIT_EXTENSION);
         for (int i = 0; i < n; i++) {
@@ -220,7 +216,7 @@ void serve()
         runner.set_connections(server.connections());
         const std::uint64_t answered = server.answered();
         server.run();
-        busy = server.answered() != answered;
+        look = settings::busy_poll > 0 && busy_poll.should_look(server.answered() != answered);
         // Group commit: the round's writes go to the WAL flusher together (when none runs,
         // end_round flushed them itself); answers whose writes are durable go out now. The
         // flusher is told this worker waits before the flushed position is read, so that a flush
