@@ -123,7 +123,8 @@ int poll_briefly(WaitEventSet *set, WaitEvent *fired, int nfired)
 {
     if (settings::busy_poll <= 0)
         return 0;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(settings::busy_poll);
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(settings::busy_poll);
     do {
         sched_yield();
         if (int n = WaitEventSetWait(set, 0, fired, nfired, PG_WAIT_EXTENSION))

@@ -71,8 +71,8 @@ void define_reloadable()
     DefineCustomIntVariable("querygate.busy_poll",
                             "Microseconds a worker that just answered keeps looking for the next "
                             "request before it sleeps; 0 sleeps at once.",
-                            "It yields the CPU between looks, so other processes still run.", &busy_poll, 50, 0, 1000, PGC_SIGHUP, 0, nullptr, nullptr,
-                            nullptr);
+                            "It yields the CPU between looks, so other processes still run.",
+                            &busy_poll, 50, 0, 1000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "querygate.trusted_proxies",
         "Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For header is believed.",

@@ -10,14 +10,16 @@ use QuerygateTest;
 use GovernanceTest;
 
 my $qg = QuerygateTest->start(name => 'group_commit_workers', workers => 2,
-	conf => "querygate.allow_writes = on\nquerygate.group_commit = on\nwal_writer_delay = '10s'\n");
+	conf => "querygate.allow_writes = on\nquerygate.group_commit = on\n"
+	  . "wal_writer_delay = '10s'\n");
 $qg->sql(q{
 	CREATE ROLE gcw_writer NOLOGIN;
 	CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL);
 	INSERT INTO counters VALUES (1, 0);
 	GRANT SELECT, UPDATE ON counters TO gcw_writer;
 	SELECT querygate.save_query('bump', 'UPDATE counters SET n = n + 1 WHERE id = 1');
-	SELECT querygate.save_query('count', 'SELECT n, pg_backend_pid() AS pid FROM counters WHERE id = 1');
+	SELECT querygate.save_query('count',
+		'SELECT n, pg_backend_pid() AS pid FROM counters WHERE id = 1');
 });
 my $key = policy_key($qg, 'writer', run_as => 'gcw_writer', queries => [qw(bump count)],
 	setup => q{SELECT querygate.grant_writes('writer', '{update}');});
@@ -57,10 +59,13 @@ ok(defined $writer_pid && defined $reader_pid, 'connections on both workers, two
 my $writer = $by_worker{$writer_pid}[0];
 my $reader = $by_worker{$reader_pid}[0];
 
-send_request($writer, 'POST', 'bump');    # a first write, so the page's full image is not in the next
+# A first write, so that the next one carries no full-page image (which fills a WAL page and wakes
+# the WAL writer, whose flush would release the answers).
+send_request($writer, 'POST', 'bump');
 is(join(' ', read_response($writer, 10)), '200 {"rows_affected":1}', 'a first write answers');
 
-my $flusher = $qg->sql(q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'querygate wal flusher'});
+my $flusher =
+  $qg->sql(q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'querygate wal flusher'});
 like($flusher, qr/^\d+$/, 'the WAL flusher runs');
 kill 'STOP', $flusher;
 send_request($writer, 'POST', 'bump');
@@ -70,7 +75,8 @@ my @held_read = read_response($reader, 1);
 kill 'CONT', $flusher;
 is($held_write[0], 'none', 'with the flusher paused, the write is not answered');
 is($held_read[0], 'none', 'nor is a read on the other worker that sees it');
-is(join(' ', read_response($writer, 10)), '200 {"rows_affected":1}', 'the write answers once flushed');
+is(join(' ', read_response($writer, 10)), '200 {"rows_affected":1}',
+	'the write answers once flushed');
 my ($code, $body) = read_response($reader, 10);
 is($code, '200', 'the read answers once flushed');
 my $row = json_decode($body)->[0];
