@@ -19,10 +19,9 @@
 // each deferred commit completes a WAL page and wakes the WAL writer, whose flush then races ours.
 //
 // What it gives up: between its commit and its flush (typically under a millisecond), a write is
-// visible to direct SQL sessions (and, for microseconds, to other workers) before it is durable,
-// as with synchronous_commit = off. That is why it is a setting, off by default. It never applies
-// with synchronous standbys configured (their wait is per backend) or when the server's
-// synchronous_commit is already off.
+// visible to direct SQL sessions before it is durable, as with synchronous_commit = off. That is
+// why it is a setting, off by default. It never applies with synchronous standbys configured
+// (their wait is per backend) or when the server's synchronous_commit is already off.
 #pragma once
 
 #include "pg_headers.hpp"

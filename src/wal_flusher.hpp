@@ -10,8 +10,9 @@
 // latch of every worker holding answers, which then sends those whose commits are durable.
 //
 // Shared memory: the highest commit end any worker wants flushed, the flusher's process number, and
-// one "waiting" slot per worker. When no flusher runs (not started yet, or on a server still in
-// recovery, where it is not started), a worker flushes for itself, as before.
+// per worker a "waiting" slot and a "committing" mark (group_commit.hpp says why). When no flusher
+// runs (not started yet, or on a server still in recovery, where it is not started), a worker
+// flushes for itself, as before.
 #pragma once
 
 #include "pg_headers.hpp"
