@@ -3,7 +3,7 @@
 //
 // Looking pays when the next request comes within the window, as it does from closed-loop clients
 // (an answer, then the next request tens of microseconds later): the worker skips falling asleep
-// and being woken, which was most of its kernel time on the benchmark's machine. When requests come
+// and being woken, its largest kernel cost on the benchmark's machine. When requests come
 // further apart than the window, every look is CPU spent for nothing (measured at 10,600 requests a
 // second over 64 connections: 0.73 cores of workers without looking, 0.96 with), so after a look
 // that found nothing the worker sleeps at once for the next 1, 2, 4 ... 64 rounds before it looks
