@@ -121,15 +121,14 @@ class StatsReporter {
 // came. When to look is BusyPoll's decision (src/busy_poll.hpp).
 int poll_briefly(WaitEventSet *set, WaitEvent *fired, int nfired)
 {
-    if (settings::busy_poll <= 0)
-        return 0;
+    // A window of 0 (the setting turned off by a reload since the decision) looks no time at all.
     const auto until =
         std::chrono::steady_clock::now() + std::chrono::microseconds(settings::busy_poll);
-    do {
+    while (std::chrono::steady_clock::now() < until) {
         sched_yield();
         if (int n = WaitEventSetWait(set, 0, fired, nfired, PG_WAIT_EXTENSION))
             return n;
-    } while (std::chrono::steady_clock::now() < until);
+    }
     return 0;
 }
 

@@ -47,12 +47,17 @@ void set_latch_of(uint32 procno_plus_one)
         SetLatch(&ProcGlobal->allProcs[procno_plus_one - 1].procLatch);
 }
 
+// A slot as no worker uses it: holding nothing, committing nothing.
+void clear_slot(int slot)
+{
+    pg_atomic_write_u32(&shared->workers[slot].waiting, nobody);
+    pg_atomic_write_u32(&shared->workers[slot].committing, 0);
+}
+
 void leave_worker_slot(int, Datum)
 {
-    if (shared != nullptr && my_slot >= 0) {
-        pg_atomic_write_u32(&shared->workers[my_slot].waiting, nobody);
-        pg_atomic_write_u32(&shared->workers[my_slot].committing, 0);
-    }
+    if (shared != nullptr && my_slot >= 0)
+        clear_slot(my_slot);
     my_slot = -1;
 }
 
@@ -98,8 +103,7 @@ void wal_flusher::attach(int worker)
     if (shared == nullptr || worker < 0 || worker >= settings::workers)
         ereport(FATAL, (errmsg("querygate http worker %d has no flush slot", worker + 1)));
     my_slot = worker;
-    pg_atomic_write_u32(&shared->workers[my_slot].waiting, nobody);
-    pg_atomic_write_u32(&shared->workers[my_slot].committing, 0);
+    clear_slot(my_slot);
     on_shmem_exit(leave_worker_slot, 0);
 }
 
