@@ -13,8 +13,12 @@ $$;
 
 -- Saved queries. `sql` is what the administrator wrote (with :name placeholders); `prepared_sql` is
 -- the same statement with $n parameters, analyzed at save time; `param_names[i]` is $i, of type
--- `param_types[i]`. `search_path` is the saver's, so the worker resolves names exactly as the saver
--- did. `revision` changes on every save, so workers know when a kept plan is stale.
+-- `param_types[i]`. `search_path` is the saver's, made explicit at save time (pg_catalog first,
+-- "$user" resolved, pg_temp last), so the worker resolves names exactly as the analysis did.
+-- `saved_by` is the role that saved it: a query may only be granted to a policy whose role that
+-- role could act as. Roles, tables and types are stored as regrole, regclass and regtype, which a
+-- dump writes by name: a restore into a cluster whose OIDs differ points at the same objects.
+-- `revision` changes on every save, so workers know when a kept plan is stale.
 CREATE TABLE saved_query (
     name          text PRIMARY KEY,
     sql           text NOT NULL,
@@ -22,6 +26,7 @@ CREATE TABLE saved_query (
     param_names   text[] NOT NULL,
     param_types   regtype[] NOT NULL,
     search_path   text NOT NULL,
+    saved_by      regrole NOT NULL,
     description   text,
     param_rules   jsonb,             -- per-parameter rules (type, required, default, enum, ...)
     revision      bigint NOT NULL,
@@ -31,15 +36,19 @@ CREATE TABLE saved_query (
 
 CREATE SEQUENCE saved_query_revision;
 
--- A policy is a named set of grants shared by keys; its queries run as `run_as`.
+-- A policy is a named set of grants shared by keys; its queries run as `run_as`. Only a superuser
+-- or a member of `run_as` may change a policy, its grants or its keys (the rule of SET ROLE).
+-- allow_superuser: `run_as` may be a superuser or a BYPASSRLS role (asked for by name; else refused
+-- at creation and at every call).
 -- allowed_tables: NULL means no list; otherwise every relation a query touches must be in it.
 -- write_ops: what the policy may write (insert, update, delete, merge); NULL or empty: read-only.
 -- mask_predicates: 'refuse' a query that filters, joins, groups or sorts on a masked column, or
 -- 'allow' it.
 CREATE TABLE policy (
     name             text PRIMARY KEY,
-    run_as           oid NOT NULL,
-    allowed_tables   oid[],
+    run_as           regrole NOT NULL,
+    allow_superuser  boolean NOT NULL DEFAULT false,
+    allowed_tables   regclass[],
     write_ops        text[],
     mask_predicates  text NOT NULL DEFAULT 'refuse' CHECK (mask_predicates IN ('refuse', 'allow')),
     created_at       timestamptz NOT NULL DEFAULT now()
@@ -126,14 +135,16 @@ CREATE FUNCTION random_bytes(n integer) RETURNS bytea
     LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'querygate_random_bytes';
 INSERT INTO mask_secret (secret) VALUES (random_bytes(32));
 
--- Administration. The functions check the caller themselves (superuser or querygate_admin member)
--- and write the catalog with a fixed, safe search_path; EXECUTE is also withheld from PUBLIC.
+-- Administration. The functions check the caller themselves (superuser or querygate_admin member;
+-- to change a policy, also a member of its run_as role; set_jwks: a superuser) and write the
+-- catalog with a fixed, safe search_path; EXECUTE is also withheld from PUBLIC.
 CREATE FUNCTION save_query(name text, sql text, description text DEFAULT NULL,
                            params jsonb DEFAULT NULL) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_save_query';
 CREATE FUNCTION drop_query(name text) RETURNS void
     LANGUAGE c STRICT AS 'MODULE_PATHNAME', 'querygate_drop_query';
-CREATE FUNCTION create_policy(name text, run_as regrole DEFAULT NULL) RETURNS void
+CREATE FUNCTION create_policy(name text, run_as regrole DEFAULT NULL,
+                              allow_superuser boolean DEFAULT false) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_create_policy';
 CREATE FUNCTION drop_policy(name text, "cascade" boolean DEFAULT false) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_drop_policy';
@@ -156,7 +167,8 @@ CREATE FUNCTION unmask(policy text, column_pattern text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_unmask';
 CREATE FUNCTION grant_writes(policy text, ops text[]) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_writes';
-CREATE FUNCTION set_policy(policy text, mask_predicates text DEFAULT NULL) RETURNS void
+CREATE FUNCTION set_policy(policy text, mask_predicates text DEFAULT NULL,
+                           allow_superuser boolean DEFAULT NULL) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_set_policy';
 CREATE FUNCTION set_jwks(jwks jsonb) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_set_jwks';
@@ -169,15 +181,15 @@ CREATE FUNCTION explain(policy text, query text) RETURNS jsonb
 
 -- Read-only views for administrators: everything but the key hashes.
 CREATE VIEW queries AS
-    SELECT name, sql, description, param_rules,
+    SELECT name, sql, description, param_rules, search_path, saved_by,
            (SELECT coalesce(jsonb_agg(jsonb_build_object('name', n, 'type', t::text) ORDER BY i), '[]')
               FROM unnest(param_names, param_types) WITH ORDINALITY AS p(n, t, i)) AS params,
            created_at, updated_at
       FROM saved_query;
 CREATE VIEW policies AS
-    SELECT p.name, p.run_as::regrole AS run_as,
+    SELECT p.name, p.run_as, p.allow_superuser,
            array(SELECT g.query FROM query_grant g WHERE g.policy = p.name ORDER BY g.query) AS queries,
-           p.allowed_tables::regclass[] AS allowed_tables, p.write_ops, p.mask_predicates,
+           p.allowed_tables, p.write_ops, p.mask_predicates,
            (SELECT jsonb_object_agg(m.pattern, m.action) FROM mask_rule m WHERE m.policy = p.name)
                AS masks,
            p.created_at
@@ -193,10 +205,10 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA querygate FROM PUBLIC;
 GRANT USAGE ON SCHEMA querygate TO querygate_admin;
 GRANT SELECT ON queries, policies, keys TO querygate_admin;
 GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb), drop_query(text),
-    create_policy(text, regrole), drop_policy(text, boolean), grant_query(text, text),
+    create_policy(text, regrole, boolean), drop_policy(text, boolean), grant_query(text, text),
     revoke_query(text, text), create_key(text, text, timestamptz, cidr[], text), revoke_key(text),
     allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
-    grant_writes(text, text[]), set_policy(text, text), set_jwks(jsonb),
+    grant_writes(text, text[]), set_policy(text, text, boolean), set_jwks(jsonb),
     isolate_tenant(regclass, name), explain(text, text)
     TO querygate_admin;
 GRANT SELECT ON mask_secret TO querygate_admin;

@@ -11,7 +11,8 @@ SET client_min_messages = error;
 
 BEGIN;
 CREATE EXTENSION querygate;
-SELECT plan(68);
+CREATE ROLE qg_cf_role NOLOGIN;
+SELECT plan(69);
 
 -- Signatures (names, argument types, return types).
 SELECT has_schema('querygate');
@@ -40,7 +41,10 @@ SELECT is((SELECT string_agg(d, ' | ')
 
 -- Defaults: the optional arguments can be left out.
 SELECT lives_ok($$SELECT querygate.save_query('q1', 'SELECT 1 AS one')$$, 'save_query without description');
-SELECT lives_ok($$SELECT querygate.create_policy('p1')$$, 'create_policy without run_as');
+SELECT throws_ok($$SELECT querygate.create_policy('p0')$$, '42501', NULL,
+                 'create_policy without run_as by a superuser (it would run as one): 42501');
+SELECT lives_ok($$SELECT querygate.create_policy('p1', allow_superuser => true)$$,
+                'create_policy without run_as, asking for a superuser role by name');
 SELECT lives_ok($$SELECT querygate.create_key('k1', 'p1')$$, 'create_key without expires_at');
 SELECT lives_ok($$SELECT querygate.drop_policy('p1', true)$$, 'drop_policy with cascade (positional)');
 
@@ -67,10 +71,10 @@ SELECT is((SELECT count(*)::int FROM querygate.saved_query), 4, 'drop_query remo
 SELECT throws_ok($$SELECT querygate.drop_query('9lives')$$, '42704', NULL, 'drop_query of an unknown query: 42704');
 
 -- create_policy / drop_policy.
-SELECT lives_ok($$SELECT querygate.create_policy('p1')$$, 'create_policy');
-SELECT throws_ok($$SELECT querygate.create_policy('p1')$$, '42710', NULL, 'create_policy with an existing name: 42710');
+SELECT lives_ok($$SELECT querygate.create_policy('p1', 'qg_cf_role')$$, 'create_policy');
+SELECT throws_ok($$SELECT querygate.create_policy('p1', 'qg_cf_role')$$, '42710', NULL, 'create_policy with an existing name: 42710');
 SELECT lives_ok($$SELECT querygate.create_policy(name => 'p2', run_as => 'pg_monitor')$$, 'create_policy in named notation with run_as');
-SELECT throws_ok($$SELECT querygate.create_policy('bad name')$$, '22023', NULL, 'create_policy with an invalid name: 22023');
+SELECT throws_ok($$SELECT querygate.create_policy('bad name', 'qg_cf_role')$$, '22023', NULL, 'create_policy with an invalid name: 22023');
 SELECT throws_ok($$SELECT querygate.drop_policy('nope')$$, '42704', NULL, 'drop_policy of an unknown policy: 42704');
 
 -- grant_query / revoke_query.
@@ -104,7 +108,7 @@ SELECT throws_ok($$SELECT querygate.revoke_key('nope')$$, '42704', NULL, 'revoke
 SELECT throws_ok($$SELECT querygate.drop_policy('p1')$$, '2BP01', NULL, 'drop_policy with an active key: 2BP01');
 SELECT lives_ok($$SELECT querygate.drop_policy(name => 'p1', cascade => true)$$, 'drop_policy with cascade => true');
 SELECT throws_ok($$SELECT querygate.create_key('k4', 'p1')$$, '42704', NULL, 'the dropped policy is gone');
-SELECT lives_ok($$SELECT querygate.create_policy('p3');
+SELECT lives_ok($$SELECT querygate.create_policy('p3', 'qg_cf_role');
                   SELECT querygate.create_key('k5', 'p3');
                   SELECT querygate.revoke_key('k5')$$, 'a policy whose only key is revoked');
 SELECT lives_ok($$SELECT querygate.drop_policy('p3')$$, 'drop_policy without cascade when no key is active');

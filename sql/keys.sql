@@ -11,10 +11,11 @@ SET client_min_messages = error;
 
 BEGIN;
 CREATE EXTENSION querygate;
+CREATE ROLE qg_keys_role NOLOGIN;
 DO $$
 BEGIN
     PERFORM querygate.save_query('q', 'SELECT 1 AS one');
-    PERFORM querygate.create_policy('p');
+    PERFORM querygate.create_policy('p', 'qg_keys_role');
     PERFORM querygate.grant_query('p', 'q');
 END $$;
 SELECT querygate.create_key('k1', 'p') AS secret1 \gset

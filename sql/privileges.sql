@@ -16,27 +16,18 @@ CREATE EXTENSION querygate;
 CREATE ROLE qg_nobody;
 CREATE ROLE qg_admin;
 CREATE ROLE qg_other;
+CREATE ROLE qg_app;
 GRANT querygate_admin TO qg_admin;
+-- The administrator may act as the fixture policy's role (policy_actors tests one who may not).
+GRANT qg_app TO qg_admin;
 
--- Runs stmt as role r (SET ROLE, as a login of r would) in a subtransaction; returns
--- 'no error' (its effects kept) or 'SQLSTATE: message' (its effects rolled back).
-CREATE FUNCTION pg_temp.as_role(r text, stmt text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    BEGIN
-        EXECUTE format('SET ROLE %I', r);
-        EXECUTE stmt;
-        RESET ROLE;
-        RETURN 'no error';
-    EXCEPTION WHEN OTHERS THEN
-        RETURN SQLSTATE || ': ' || SQLERRM;
-    END;
-END $$;
+\i sql/include/as_role.sql
 
 -- Fixtures made by the superuser.
 DO $$
 BEGIN
     PERFORM querygate.save_query('q', 'SELECT 1 AS one');
-    PERFORM querygate.create_policy('p');
+    PERFORM querygate.create_policy('p', 'qg_app');
     PERFORM querygate.grant_query('p', 'q');
     PERFORM querygate.create_key('k', 'p');
 END $$;
@@ -89,7 +80,7 @@ SELECT is(pg_temp.as_role('qg_admin', s), 'no error', 'querygate_admin member: '
     $$SELECT querygate.save_query('aq', 'SELECT :a::int AS a')$$,
     $$SELECT querygate.save_query('q', 'SELECT 3 AS three')$$,
     $$SELECT querygate.create_policy('ap')$$,
-    $$SELECT querygate.create_policy('ap2', 'qg_admin')$$,
+    $$SELECT querygate.create_policy('ap2', 'qg_app')$$,
     $$SELECT querygate.grant_query('ap', 'aq')$$,
     $$SELECT querygate.grant_query('p', 'aq')$$,
     $$SELECT querygate.create_key('ak', 'ap')$$,

@@ -1,6 +1,7 @@
 // The SQL administration API: save_query, drop_query, create_policy, drop_policy, grant_query,
 // revoke_query, create_key, revoke_key. PostgreSQL-style code (no C++ objects with destructors), so
-// ereport may jump out of any of it. Every function checks its caller, then writes the catalog in a
+// ereport may jump out of any of it. Every function checks its caller (an administrator; and for
+// anything that changes a policy, one who may act as its role), then writes the catalog in a
 // catalog session (catalog_access.hpp); the catalog's triggers tell the HTTP workers at commit.
 #include "pg_headers.hpp"
 extern "C" {
@@ -17,6 +18,8 @@ extern "C" {
 
 #include "catalog_access.hpp"
 #include "governance.hpp"
+#include "grant_check.hpp"
+#include "role_rules.hpp"
 #include "saved_query_analysis.hpp"
 #include "secrets.hpp"
 
@@ -71,6 +74,13 @@ Datum querygate_save_query(PG_FUNCTION_ARGS)
     check_object_name("query", name);
     char *sql = sql_text_arg(fcinfo, 1, "the query's SQL");
 
+    // The saver's search_path made explicit (saved_query_analysis.hpp), and in force while the
+    // statement is analyzed: every later analysis and every call resolve names through exactly
+    // the path this one did.
+    char *search_path = explicit_search_path();
+    int nest = NewGUCNestLevel();
+    (void)set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
     AnalyzedQuery analyzed;
     analyze_saved_query(sql, &analyzed);
 
@@ -93,33 +103,41 @@ Datum querygate_save_query(PG_FUNCTION_ARGS)
                                        patterns.names[i])));
         }
     }
-    // The saver's search_path, so the workers resolve names as the analysis just did.
-    const char *search_path = GetConfigOption("search_path", false, false);
+    AtEOXact_GUC(true, nest);
 
     CatalogSession session;
     catalog_session_begin(&session);
-    Oid types[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, REGTYPEARRAYOID, TEXTOID, TEXTOID,
-                    JSONBOID};
-    Datum values[8] = {CStringGetTextDatum(name),
+    // Re-saving a granted query changes what its policies run: the saver must be able to act as
+    // each of their roles, and each must still accept the query as it now reads.
+    catalog_require_query_actor(&session, name);
+    Oid types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, REGTYPEARRAYOID, TEXTOID, REGROLEOID,
+                    TEXTOID, JSONBOID};
+    Datum values[9] = {CStringGetTextDatum(name),
                        CStringGetTextDatum(sql),
                        CStringGetTextDatum(analyzed.prepared_sql),
                        text_array(analyzed.param_names, analyzed.nparams),
                        oid_array(analyzed.param_types, analyzed.nparams, REGTYPEOID),
-                       CStringGetTextDatum(search_path ? search_path : ""),
+                       CStringGetTextDatum(search_path),
+                       ObjectIdGetDatum(session.saved_userid),
                        PG_ARGISNULL(2) ? (Datum)0 : PG_GETARG_DATUM(2),
                        PG_ARGISNULL(3) ? (Datum)0 : PG_GETARG_DATUM(3)};
-    bool nulls[8] = {false, false, false, false, false, false, PG_ARGISNULL(2), PG_ARGISNULL(3)};
+    bool nulls[9] = {false, false, false, false, false, false, false, PG_ARGISNULL(2),
+                     PG_ARGISNULL(3)};
     catalog_exec("INSERT INTO querygate.saved_query AS q (name, sql, prepared_sql, param_names, "
-                 "param_types, search_path, description, param_rules, revision) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+                 "param_types, search_path, saved_by, description, param_rules, revision) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
                  "nextval('querygate.saved_query_revision')) "
                  "ON CONFLICT (name) DO UPDATE SET sql = excluded.sql, "
                  "prepared_sql = excluded.prepared_sql, param_names = excluded.param_names, "
                  "param_types = excluded.param_types, search_path = excluded.search_path, "
-                 "description = excluded.description, param_rules = excluded.param_rules, "
-                 "revision = excluded.revision, "
+                 "saved_by = excluded.saved_by, description = excluded.description, "
+                 "param_rules = excluded.param_rules, revision = excluded.revision, "
                  "updated_at = now()",
-                 8, types, values, nulls);
+                 9, types, values, nulls);
+    GrantedPolicies granted;
+    catalog_granted_policies(name, &granted);
+    for (int i = 0; i < granted.n; i++)
+        check_grant(granted.names[i], name);
     catalog_session_end(&session);
     PG_RETURN_VOID();
 }
@@ -130,6 +148,7 @@ Datum querygate_drop_query(PG_FUNCTION_ARGS)
     char *name = sql_text_arg(fcinfo, 0, "the query name");
     CatalogSession session;
     catalog_session_begin(&session);
+    catalog_require_query_actor(&session, name);
     if (exec1("DELETE FROM querygate.saved_query WHERE name = $1", name) == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("saved query \"%s\" does not exist", name)));
@@ -143,28 +162,37 @@ Datum querygate_create_policy(PG_FUNCTION_ARGS)
     char *name = sql_text_arg(fcinfo, 0, "the policy name");
     check_object_name("policy", name);
     Oid run_as = PG_ARGISNULL(1) ? GetUserId() : PG_GETARG_OID(1);
+    bool allow_superuser = !PG_ARGISNULL(2) && PG_GETARG_BOOL(2);
     // The same rule as SET ROLE: nobody hands out more than they could use themselves.
-    if (!is_member_of_role(GetUserId(), run_as))
+    if (!may_act_as(GetUserId(), run_as))
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                         errmsg("permission denied to create a policy that runs as \"%s\"",
-                               GetUserNameFromId(run_as, false)),
-                        errdetail("Only a member of a role may create a policy that runs as it.")));
-    if (superuser_arg(run_as) || has_bypassrls_privilege(run_as))
-        ereport(WARNING,
-                (errmsg("policy \"%s\" runs as \"%s\", which bypasses privileges or row-level "
-                        "security",
-                        name, GetUserNameFromId(run_as, false)),
-                 errhint("Pass run_as => a role that holds only the privileges its queries need.")));
+                               role_name_or_oid(run_as)),
+                        errdetail("Only a superuser or a member of a role may create a policy that "
+                                  "runs as it.")));
+    // A superuser policy turns every saved query into a superuser session: never by default.
+    if (role_is_privileged(run_as) && !allow_superuser)
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("policy \"%s\" would run as \"%s\", a superuser or a role that bypasses "
+                        "row-level security",
+                        name, role_name_or_oid(run_as)),
+                 errdetail("Every call of the policy would see past every GRANT or row-level "
+                           "security policy%s.",
+                           PG_ARGISNULL(1) ? " (without run_as, a policy runs as its creator)" : ""),
+                 errhint("Pass run_as => a role that holds only the privileges its queries need, "
+                         "or allow_superuser => true if that is really meant.")));
 
     CatalogSession session;
     catalog_session_begin(&session);
     if (exec1("SELECT 1 FROM querygate.policy WHERE name = $1", name) > 0)
         ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
                         errmsg("policy \"%s\" already exists", name)));
-    Oid types[2] = {TEXTOID, OIDOID};
-    Datum values[2] = {CStringGetTextDatum(name), ObjectIdGetDatum(run_as)};
-    catalog_exec("INSERT INTO querygate.policy (name, run_as) VALUES ($1, $2)", 2, types, values,
-                 nullptr);
+    Oid types[3] = {TEXTOID, REGROLEOID, BOOLOID};
+    Datum values[3] = {CStringGetTextDatum(name), ObjectIdGetDatum(run_as),
+                       BoolGetDatum(allow_superuser)};
+    catalog_exec("INSERT INTO querygate.policy (name, run_as, allow_superuser) VALUES ($1, $2, $3)",
+                 3, types, values, nullptr);
     catalog_session_end(&session);
     PG_RETURN_VOID();
 }
@@ -176,7 +204,7 @@ Datum querygate_drop_policy(PG_FUNCTION_ARGS)
     bool cascade = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
     CatalogSession session;
     catalog_session_begin(&session);
-    catalog_require_policy(name);
+    catalog_require_policy_actor(&session, name);
     uint64 active = exec1("SELECT 1 FROM querygate.api_key WHERE policy = $1 AND revoked_at IS NULL",
                           name);
     if (active > 0 && !cascade)
@@ -202,10 +230,10 @@ void change_grant(FunctionCallInfo fcinfo, bool grant)
     char *query = sql_text_arg(fcinfo, 1, "the query name");
     CatalogSession session;
     catalog_session_begin(&session);
-    catalog_require_policy(policy);
+    catalog_require_policy_actor(&session, policy);
     catalog_require_query(query);
     if (grant) {
-        check_allowed_tables(policy, query);
+        check_grant(policy, query);
         exec2("INSERT INTO querygate.query_grant (policy, query) VALUES ($1, $2) "
               "ON CONFLICT DO NOTHING",
               policy, query);
@@ -249,7 +277,7 @@ Datum querygate_create_key(PG_FUNCTION_ARGS)
 
     CatalogSession session;
     catalog_session_begin(&session);
-    catalog_require_policy(policy);
+    catalog_require_policy_actor(&session, policy);
     if (exec1("SELECT 1 FROM querygate.api_key WHERE name = $1 AND revoked_at IS NULL", name) > 0)
         ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
                         errmsg("key \"%s\" already exists", name),
@@ -276,11 +304,14 @@ Datum querygate_revoke_key(PG_FUNCTION_ARGS)
     char *name = sql_text_arg(fcinfo, 0, "the key name");
     CatalogSession session;
     catalog_session_begin(&session);
-    if (exec1("UPDATE querygate.api_key SET revoked_at = now() "
-              "WHERE name = $1 AND revoked_at IS NULL",
+    if (exec1("SELECT policy FROM querygate.api_key WHERE name = $1 AND revoked_at IS NULL",
               name) == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("key \"%s\" does not exist or is already revoked", name)));
+    catalog_require_policy_actor(&session,
+                                 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+    exec1("UPDATE querygate.api_key SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL",
+          name);
     catalog_session_end(&session);
     PG_RETURN_VOID();
 }

@@ -11,6 +11,7 @@ extern "C" {
 }
 
 #include "chars.hpp"
+#include "role_rules.hpp"
 
 #include <cstring>
 
@@ -74,12 +75,62 @@ uint64 catalog_exec_texts(const char *sql, int nargs, const char *const *args)
     return catalog_exec(sql, nargs, types, values, nulls);
 }
 
-void catalog_require_policy(const char *policy)
+namespace {
+
+void require_actor(const CatalogSession *session, const char *policy, Oid run_as)
+{
+    if (may_act_as(session->saved_userid, run_as))
+        return;
+    char *role = role_name_or_oid(run_as);
+    ereport(ERROR,
+            (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+             errmsg("permission denied to change policy \"%s\"", policy),
+             errdetail("Policy \"%s\" runs its queries as role \"%s\". Only a superuser or a member "
+                       "of \"%s\" may change what the policy can run or reveal, or use it.",
+                       policy, role, role),
+             errhint("This is the rule of SET ROLE: nobody makes a policy do what they could not do "
+                     "themselves.")));
+}
+
+} // namespace
+
+Oid catalog_require_policy_actor(const CatalogSession *session, const char *policy)
 {
     const char *args[1] = {policy};
-    if (catalog_exec_texts("SELECT 1 FROM querygate.policy WHERE name = $1", 1, args) == 0)
+    if (catalog_exec_texts("SELECT run_as FROM querygate.policy WHERE name = $1", 1, args) == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("policy \"%s\" does not exist", policy)));
+    bool isnull;
+    Oid run_as =
+        DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    require_actor(session, policy, run_as);
+    return run_as;
+}
+
+void catalog_granted_policies(const char *query, GrantedPolicies *out)
+{
+    const char *args[1] = {query};
+    uint64 n = catalog_exec_texts("SELECT p.name, p.run_as FROM querygate.query_grant g "
+                                  "JOIN querygate.policy p ON p.name = g.policy "
+                                  "WHERE g.query = $1 ORDER BY p.name",
+                                  1, args);
+    out->n = static_cast<int>(n);
+    out->names = static_cast<char **>(palloc0(sizeof(char *) * Max(n, 1)));
+    out->run_as = static_cast<Oid *>(palloc0(sizeof(Oid) * Max(n, 1)));
+    for (uint64 i = 0; i < n; i++) {
+        bool isnull;
+        out->names[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+        out->run_as[i] = DatumGetObjectId(
+            SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+    }
+}
+
+void catalog_require_query_actor(const CatalogSession *session, const char *query)
+{
+    GrantedPolicies granted;
+    catalog_granted_policies(query, &granted);
+    for (int i = 0; i < granted.n; i++)
+        require_actor(session, granted.names[i], granted.run_as[i]);
 }
 
 void catalog_require_query(const char *query)

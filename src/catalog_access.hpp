@@ -30,9 +30,27 @@ uint64 catalog_exec(const char *sql, int nargs, const Oid *types, const Datum *v
 // catalog_exec with text arguments (nullptr for SQL NULL).
 uint64 catalog_exec_texts(const char *sql, int nargs, const char *const *args);
 
-// ERROR 42704 unless the policy (or saved query) exists. Inside a catalog session.
-void catalog_require_policy(const char *policy);
+// ERROR 42704 unless the saved query exists. Inside a catalog session.
 void catalog_require_query(const char *query);
+
+// Who may change a policy (its grants, keys, masks, allow-list, writes, settings) or analyze a
+// query as its role: a superuser or a member of its run_as role, the rule of SET ROLE
+// (role_rules.hpp), judged for the user who called the administration function. ERROR 42704
+// unless the policy exists, 42501 unless the caller may act as its role. Returns the role.
+// Inside a catalog session.
+Oid catalog_require_policy_actor(const CatalogSession *session, const char *policy);
+
+// The policies a saved query is granted to, by name, with their roles. Inside a catalog session;
+// the arrays live in the session's SPI memory.
+struct GrantedPolicies {
+    int n;
+    char **names;
+    Oid *run_as;
+};
+void catalog_granted_policies(const char *query, GrantedPolicies *out);
+
+// catalog_require_policy_actor for every policy the saved query is granted to.
+void catalog_require_query_actor(const CatalogSession *session, const char *query);
 
 // The text argument n of a SQL-callable function; ERROR 22004 when it is NULL ("<what> must not be
 // null").

@@ -159,14 +159,15 @@ void CatalogCache::load()
         queries_.emplace(cq.name, std::move(cq));
     }
 
-    TextRows p = fetch("SELECT name, run_as, "
+    TextRows p = fetch("SELECT name, run_as::pg_catalog.oid, "
                        "pg_catalog.array_to_string(allowed_tables::pg_catalog.oid[], ','), "
                        "allowed_tables IS NOT NULL, pg_catalog.array_to_string(write_ops, ','), "
-                       "mask_predicates FROM querygate.policy");
+                       "mask_predicates, allow_superuser FROM querygate.policy");
     for (uint64 r = 0; r < p.nrows; r++) {
         CachedPolicy cp;
         cp.name = p.at(r, 0);
         cp.run_as = static_cast<Oid>(std::strtoul(p.at(r, 1), nullptr, 10));
+        cp.allow_superuser = std::strcmp(p.at(r, 6), "t") == 0;
         cp.rules.has_allowed_tables = std::strcmp(p.at(r, 3), "t") == 0;
         for (const auto &t : split_csv(p.at(r, 2)))
             cp.rules.allowed_tables.push_back(static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));

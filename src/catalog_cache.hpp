@@ -34,6 +34,7 @@ struct CachedQuery {
 struct CachedPolicy {
     std::string name;
     Oid run_as = InvalidOid;
+    bool allow_superuser = false; // run_as may be a superuser or a BYPASSRLS role
     std::unordered_set<std::string> queries;
     PolicyRules rules; // allow-list, writes, masks, mask_predicates
 };

@@ -64,7 +64,7 @@ char *required_text(FunctionCallInfo fcinfo, int n, const char *what)
     return text_to_cstring(PG_GETARG_TEXT_PP(n));
 }
 
-// Oids of a oid[]-like array datum (oid[], regtype[]), in the current memory context.
+// Oids of an oid[]-like array datum (regclass[], regtype[]), in the current memory context.
 Oid *oid_array(Datum datum, Oid element_type, int *n)
 {
     Datum *items;
@@ -101,7 +101,7 @@ void read_inputs(const char *policy, const char *query, MemoryContext into, Expl
         in->run_as = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &isnull));
         Datum allowed = SPI_getbinval(tuple, desc, 2, &isnull);
         in->has_allowed_tables = !isnull;
-        in->allowed = isnull ? nullptr : oid_array(allowed, OIDOID, &in->nallowed);
+        in->allowed = isnull ? nullptr : oid_array(allowed, REGCLASSOID, &in->nallowed);
         Datum ops = SPI_getbinval(tuple, desc, 3, &isnull);
         if (!isnull) {
             Datum *items;
@@ -226,8 +226,11 @@ Datum querygate_explain(PG_FUNCTION_ARGS)
     ExplainInputs in;
     memset(&in, 0, sizeof(in));
     MemoryContext caller = CurrentMemoryContext;
+    // The analysis runs as the policy's role (a type's input function may run in it), so only
+    // someone who may act as that role may ask.
     CatalogSession session;
     catalog_session_begin(&session);
+    catalog_require_policy_actor(&session, policy);
     read_inputs(policy, query, caller, &in);
     catalog_session_end(&session);
 
@@ -304,6 +307,8 @@ Datum querygate_explain(PG_FUNCTION_ARGS)
     }
     appendStringInfoString(&buf, "], \"predicate_unresolvable\": ");
     append_json_string(&buf, analysis.predicate_unresolvable);
+    appendStringInfoString(&buf, ", \"untrusted\": ");
+    append_json_string(&buf, analysis.untrusted);
 
     appendStringInfoString(&buf, ", \"refused\": ");
     if (decision.code[0] == '\0') {

@@ -1,4 +1,4 @@
-// Checks the administration functions make with the governance rules (governance_functions.cpp).
+// Checks the administration functions make with the parameter rules (governance_functions.cpp).
 // PostgreSQL-style: they ereport, or return a palloc'd problem where the name says so.
 #pragma once
 
@@ -18,7 +18,3 @@ char *validate_param_rules(const char *json, const AnalyzedQuery *query, ParamPa
 
 // True when value matches pattern as a whole (PostgreSQL's ~, anchored). ERROR for a bad pattern.
 bool pattern_matches_whole(const char *pattern, const char *value);
-
-// ERROR 42501 when the policy has a table allow-list and the query touches a table outside it.
-// Inside a catalog session.
-void check_allowed_tables(const char *policy, const char *query);

@@ -1,5 +1,6 @@
 // The governance SQL API: allow_tables, mask, unmask, grant_writes, set_policy, set_jwks,
-// isolate_tenant; and the checks that save_query, create_key and grant_query make with them.
+// isolate_tenant; and the parameter-rule checks save_query makes. Each function that changes a
+// policy requires a caller who may act as the policy's role (catalog_require_policy_actor).
 // PostgreSQL-style code (no C++ objects with destructors alive across a PostgreSQL call); the pure
 // C++ validators are called through small functions that return a palloc'd message.
 #include "pg_headers.hpp"
@@ -109,72 +110,24 @@ bool pattern_matches_whole(const char *pattern, const char *value)
                                                 CStringGetTextDatum(anchored)));
 }
 
-void check_allowed_tables(const char *policy, const char *query)
-{
-    const char *args[2] = {policy, query};
-    if (catalog_exec_texts("SELECT p.run_as, p.allowed_tables, q.prepared_sql, q.param_types, "
-                           "q.search_path FROM querygate.policy p, querygate.saved_query q "
-                           "WHERE p.name = $1 AND q.name = $2 AND p.allowed_tables IS NOT NULL",
-                           2, args) == 0)
-        return; // no list: nothing to check
-    HeapTuple tuple = SPI_tuptable->vals[0];
-    TupleDesc desc = SPI_tuptable->tupdesc;
-    bool isnull;
-    Oid run_as = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &isnull));
-    Datum *allowed;
-    int nallowed;
-    deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 2, &isnull)), OIDOID,
-                      sizeof(Oid), true, TYPALIGN_INT, &allowed, nullptr, &nallowed);
-    char *sql = SPI_getvalue(tuple, desc, 3);
-    Datum *types;
-    int ntypes;
-    deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)), REGTYPEOID,
-                      sizeof(Oid), true, TYPALIGN_INT, &types, nullptr, &ntypes);
-    Oid *param_types = static_cast<Oid *>(palloc(sizeof(Oid) * Max(ntypes, 1)));
-    for (int i = 0; i < ntypes; i++)
-        param_types[i] = DatumGetObjectId(types[i]);
-    char *search_path = SPI_getvalue(tuple, desc, 5);
-
-    QueryContext context;
-    QueryAnalysis analysis;
-    query_context_begin(&context, run_as, search_path);
-    analyze_query(sql, ntypes, param_types, &analysis);
-    query_context_end(&context);
-
-    for (int r = 0; r < analysis.nrelations; r++) {
-        bool ok = false;
-        for (int a = 0; a < nallowed && !ok; a++)
-            ok = DatumGetObjectId(allowed[a]) == analysis.relations[r].relid;
-        if (!ok)
-            ereport(ERROR,
-                    (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                     errmsg("saved query \"%s\" uses table \"%s.%s\", which policy \"%s\" does not "
-                            "allow",
-                            query, analysis.relations[r].schema, analysis.relations[r].name,
-                            policy),
-                     errhint("Add the table with querygate.allow_tables, or grant another query.")));
-    }
-}
-
 Datum querygate_allow_tables(PG_FUNCTION_ARGS)
 {
     require_admin();
     char *policy = sql_text_arg(fcinfo, 0, "the policy name");
-    Oid types[2] = {TEXTOID, OIDARRAYOID};
+    // Stored as regclass[], which a dump writes by name.
+    Oid types[2] = {TEXTOID, REGCLASSARRAYOID};
     Datum values[2] = {CStringGetTextDatum(policy), (Datum)0};
     bool nulls[2] = {false, PG_ARGISNULL(1)};
     if (!PG_ARGISNULL(1)) {
-        // regclass[] has the layout of oid[]: relabel it so the catalog holds plain oids.
-        ArrayType *tables = PG_GETARG_ARRAYTYPE_P_COPY(1);
+        ArrayType *tables = PG_GETARG_ARRAYTYPE_P(1);
         if (ARR_NDIM(tables) > 1 || array_contains_nulls(tables))
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("tables must be a one-dimensional array without nulls")));
-        ARR_ELEMTYPE(tables) = OIDOID;
         values[1] = PointerGetDatum(tables);
     }
     CatalogSession session;
     catalog_session_begin(&session);
-    catalog_require_policy(policy);
+    catalog_require_policy_actor(&session, policy);
     catalog_exec("UPDATE querygate.policy SET allowed_tables = $2 WHERE name = $1", 2, types,
                  values, nulls);
     catalog_session_end(&session);
@@ -197,7 +150,7 @@ Datum querygate_mask(PG_FUNCTION_ARGS)
                         errmsg("invalid mask rule \"%s\": %s", pattern, problem)));
     CatalogSession session;
     catalog_session_begin(&session);
-    catalog_require_policy(policy);
+    catalog_require_policy_actor(&session, policy);
     const char *args[3] = {policy, normalised, action_name};
     catalog_exec_texts("INSERT INTO querygate.mask_rule (policy, pattern, action) "
                        "VALUES ($1, $2, $3) ON CONFLICT (policy, pattern) "
@@ -218,7 +171,7 @@ Datum querygate_unmask(PG_FUNCTION_ARGS)
                         errmsg("invalid column pattern \"%s\": %s", pattern, problem)));
     CatalogSession session;
     catalog_session_begin(&session);
-    catalog_require_policy(policy);
+    catalog_require_policy_actor(&session, policy);
     const char *args[2] = {policy, normalised};
     if (catalog_exec_texts("DELETE FROM querygate.mask_rule WHERE policy = $1 AND pattern = $2", 2,
                            args) == 0)
@@ -264,7 +217,7 @@ Datum querygate_grant_writes(PG_FUNCTION_ARGS)
     }
     CatalogSession session;
     catalog_session_begin(&session);
-    catalog_require_policy(policy);
+    catalog_require_policy_actor(&session, policy);
     const char *args[2] = {policy, ops.len ? ops.data : nullptr};
     catalog_exec_texts("UPDATE querygate.policy SET write_ops = pg_catalog.string_to_array($2, ',') "
                        "WHERE name = $1",
@@ -279,7 +232,7 @@ Datum querygate_set_policy(PG_FUNCTION_ARGS)
     char *policy = sql_text_arg(fcinfo, 0, "the policy name");
     CatalogSession session;
     catalog_session_begin(&session);
-    catalog_require_policy(policy);
+    catalog_require_policy_actor(&session, policy);
     if (!PG_ARGISNULL(1)) {
         char *mode = text_to_cstring(PG_GETARG_TEXT_PP(1));
         if (strcmp(mode, "refuse") != 0 && strcmp(mode, "allow") != 0)
@@ -289,6 +242,14 @@ Datum querygate_set_policy(PG_FUNCTION_ARGS)
         catalog_exec_texts("UPDATE querygate.policy SET mask_predicates = $2 WHERE name = $1", 2,
                            args);
     }
+    // Whether the policy's role may be a superuser or a BYPASSRLS role: only someone who may act
+    // as that role gets here (catalog_require_policy_actor), so only such a person can say yes.
+    if (!PG_ARGISNULL(2)) {
+        const char *args[2] = {policy, PG_GETARG_BOOL(2) ? "true" : "false"};
+        catalog_exec_texts("UPDATE querygate.policy SET allow_superuser = $2::pg_catalog.bool "
+                           "WHERE name = $1",
+                           2, args);
+    }
     catalog_session_end(&session);
     PG_RETURN_VOID();
 }
@@ -296,6 +257,15 @@ Datum querygate_set_policy(PG_FUNCTION_ARGS)
 Datum querygate_set_jwks(PG_FUNCTION_ARGS)
 {
     require_admin();
+    // A token's claim picks its policy, so whoever chooses the keys that sign tokens can act as
+    // every policy's role, present and future: that is a superuser's power (so is
+    // querygate.jwt_secret, a superuser-only setting).
+    if (!superuser())
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("permission denied to set the JWKS document"),
+                        errdetail("A token's claim chooses its policy, so the JWKS document decides "
+                                  "who may act as every policy's role."),
+                        errhint("Only a superuser may call querygate.set_jwks.")));
     CatalogSession session;
     if (PG_ARGISNULL(0)) {
         catalog_session_begin(&session);

@@ -24,6 +24,20 @@ const std::string *HttpRequest::header(const char *lower_name) const
     return nullptr;
 }
 
+bool HttpRequest::header_list(const char *lower_name, std::string &out) const
+{
+    bool found = false;
+    out.clear();
+    for (const auto &h : headers)
+        if (h.first == lower_name) {
+            if (found)
+                out += ", ";
+            out += h.second;
+            found = true;
+        }
+    return found;
+}
+
 namespace {
 
 // Per-request state between libmicrohttpd callbacks.

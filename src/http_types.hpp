@@ -17,6 +17,9 @@ struct HttpRequest {
 
     // The first header of that (lower-case) name, or nullptr.
     const std::string *header(const char *lower_name) const;
+    // Every line of that name joined with ", " in order, false when there is none: several lines
+    // of a list header are one list (RFC 9110 5.3), so a later line a proxy appended is not lost.
+    bool header_list(const char *lower_name, std::string &out) const;
 };
 
 struct HttpResponse {

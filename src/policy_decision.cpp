@@ -76,7 +76,18 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
         d.column_actions.push_back(action);
     }
 
-    // 1. The table allow-list: every relation the statement names.
+    // 0. Code whose author could not act as the policy's role never runs as it (code_trust.hpp).
+    if (analysis.untrusted != nullptr) {
+        // The reason names roles and schemas, which are the administrator's business:
+        // querygate.explain shows it.
+        refuse(d, "untrusted_code",
+               "the query runs code that its policy's role does not trust (querygate.explain "
+               "says why)");
+        return d;
+    }
+
+    // 1. The table allow-list: every relation the statement names, and no function that can read
+    // any table by itself (query_to_xml, a user-defined function).
     if (rules.has_allowed_tables) {
         for (int i = 0; i < analysis.nrelations; i++) {
             const RelationRef &r = analysis.relations[i];
@@ -87,15 +98,28 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
                 return d;
             }
         }
+        if (analysis.reads_database != nullptr) {
+            refuse(d, "table_not_allowed",
+                   std::string("the query calls ") + analysis.reads_database +
+                       ", which can read any table, and the policy has a table allow-list");
+            return d;
+        }
     }
 
-    // 2. Writes: every write the statement makes, at any level.
+    // 2. Writes: every write the statement makes, at any level; and a read writes nothing anywhere,
+    // not even where a read-only transaction does not look (notifications, large objects).
     int extra = analysis.write_ops & ~rules.write_ops;
     for (const auto &w : write_op_names)
         if (extra & w.op) {
             refuse(d, "write_op_not_allowed", std::string("the policy does not allow ") + w.name);
             return d;
         }
+    if (analysis.write_ops == 0 && analysis.writes_outside != nullptr) {
+        refuse(d, "read_only",
+               std::string("this call may not write, and the query calls ") +
+                   analysis.writes_outside + ", which writes");
+        return d;
+    }
 
     if (rules.masks.empty())
         return d;
@@ -112,7 +136,15 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
         }
     }
 
-    // 4. A masked column in a filter, join, grouping or sort lets the caller learn it.
+    // 4. Statistics keep copies of column values that no lineage leads back to their columns.
+    if (analysis.value_copies != nullptr) {
+        refuse(d, "mask_unresolvable",
+               std::string("the query reads ") + analysis.value_copies +
+                   ", which holds copies of column values, and the policy masks columns");
+        return d;
+    }
+
+    // 5. A masked column in a filter, join, grouping or sort lets the caller learn it.
     if (!rules.mask_predicates_allowed) {
         for (int i = 0; i < analysis.npredicates; i++) {
             const SourceColumn &c = analysis.predicates[i];

@@ -18,8 +18,9 @@ struct PolicyRules {
 };
 
 struct PolicyDecision {
-    // Empty when allowed; else "table_not_allowed", "write_op_not_allowed", "mask_unresolvable"
-    // or "mask_predicate" (all HTTP 403), with a message for the caller naming the table or column.
+    // Empty when allowed; else "untrusted_code", "table_not_allowed", "write_op_not_allowed",
+    // "read_only", "mask_unresolvable" or "mask_predicate" (all HTTP 403), with a message for the
+    // caller naming the table, column or function.
     std::string refusal_code;
     std::string refusal_message;
     // One per QueryAnalysis output, in order.
@@ -34,7 +35,9 @@ const char *write_op_name(int index);   // the name of the index-th operation
 int write_op_bit(int index);            // its WriteOp bit
 int write_op_from_name(const char *op); // the bit for a name, 0 for anything else
 
-// Checks, in this order: the table allow-list, the write operations, unresolvable output columns
-// (only when the policy has any mask rule), masked columns in predicates (unless allowed); then
-// the strictest matching mask action for each output column, over all of its sources.
+// Checks, in this order: code the policy's role does not trust, the table allow-list (relations and
+// functions that read the database), the write operations (and, for a read, functions that write
+// anyway), then, only when the policy has any mask rule, unresolvable output columns, statistics
+// and masked columns in predicates (unless allowed); and the strictest matching mask action for
+// each output column, over all of its sources.
 PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules);

@@ -18,13 +18,18 @@
 //
 // PostgreSQL-style code: palloc'd plain data only, so ereport may jump out of any of it.
 #include "query_analysis.hpp"
+#include "code_trust.hpp"
+#include "function_effects.hpp"
 #include "saved_query_analysis.hpp"
+#include "tree_walker.hpp"
 
 extern "C" {
 #include "access/relation.h"
 #include "access/transam.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_statistic.h"
+#include "catalog/pg_statistic_ext_data.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
@@ -41,11 +46,6 @@ extern "C" {
 #include <cstring>
 
 namespace {
-
-// PG 15's tree walkers take bool (*)(); C++ needs the cast spelled out, through void (*)(void),
-// which -Wcast-function-type accepts as "any function".
-typedef bool (*walker_fn)();
-#define WALKER(f) reinterpret_cast<walker_fn>(reinterpret_cast<void (*)(void)>(f))
 
 // ------------------------------------------------------------------ relations before rewrite
 
@@ -368,30 +368,11 @@ const char *const transparent_functions[] = {
     "string_to_table",
 };
 
-// Built-in functions that run SQL given as text or read whole tables: like a user-defined function,
-// their result can hold any column the role may read.
-const char *const database_reading_builtins[] = {
-    "query_to_xml",    "query_to_xmlschema",    "query_to_xml_and_xmlschema",
-    "cursor_to_xml",   "cursor_to_xmlschema",   "table_to_xml",
-    "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
-    "schema_to_xmlschema", "schema_to_xml_and_xmlschema", "database_to_xml",
-    "database_to_xmlschema", "database_to_xml_and_xmlschema", "ts_stat",
-};
-
-// True for a function whose result the analysis cannot trace: any user-defined function (its body
-// can read any table the role may read; so can a user-defined operator, aggregate or type's I/O),
-// and the built-ins above.
+// A function that can read the database (function_effects.hpp): its result is not traced through
+// its arguments.
 bool can_read_database(Oid funcid, void *)
 {
-    if (funcid >= FirstNormalObjectId)
-        return true;
-    char *name = get_func_name(funcid);
-    if (name == nullptr)
-        return true;
-    for (const char *f : database_reading_builtins)
-        if (std::strcmp(f, name) == 0)
-            return true;
-    return false;
+    return function_reads_database(funcid);
 }
 
 bool is_transparent_function(Node *expr)
@@ -792,7 +773,11 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, QueryAn
                 (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                  errmsg("a saved query must be SELECT, VALUES, INSERT, UPDATE, DELETE or MERGE")));
 
-    // Before rewrite: what the statement names (views as themselves) and what it writes.
+    // Before rewrite: whose code it runs (code_trust.hpp), what it names (views as themselves), what
+    // it writes, and whether it calls a function that reads the database by itself.
+    out->untrusted = untrusted_code(query, GetUserId());
+    out->reads_database =
+        first_function_where(reinterpret_cast<Node *>(query), function_reads_database);
     RelationCollector named = {0, 0, nullptr, 0};
     (void)relation_walker(reinterpret_cast<Node *>(query), &named);
     out->nrelations = named.n;
@@ -820,9 +805,18 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, QueryAn
             top = q;
         (void)relation_walker(reinterpret_cast<Node *>(q), &depends);
         collect_predicates(q, nullptr, &predicates);
+        if (out->writes_outside == nullptr)
+            out->writes_outside =
+                first_function_where(reinterpret_cast<Node *>(q), function_writes_outside);
     }
     out->ndepends = depends.n;
     out->depends = depends.oids ? depends.oids : static_cast<Oid *>(palloc0(sizeof(Oid)));
+    // Statistics hold copies of column values (histogram bounds, most common values), which no
+    // lineage can connect to the columns they were taken from: pg_stats, pg_stats_ext and
+    // pg_stats_ext_exprs read these two.
+    for (int i = 0; i < depends.n && out->value_copies == nullptr; i++)
+        if (depends.oids[i] == StatisticRelationId || depends.oids[i] == StatisticExtDataRelationId)
+            out->value_copies = psprintf("pg_catalog.%s", get_rel_name(depends.oids[i]));
     out->npredicates = predicates.n;
     out->predicates = named_columns(&predicates);
     out->predicate_unresolvable =

@@ -55,7 +55,19 @@ struct QueryAnalysis {
     // analysis is stale.
     int ndepends;
     Oid *depends;
+    // Why the statement runs code the current user may not trust (code_trust.hpp), or NULL.
+    char *untrusted;
+    // The first function the statement itself calls (views count as themselves) that can read the
+    // database by itself (function_effects.hpp), as "name()", or NULL.
+    char *reads_database;
+    // The first function anywhere in the rewritten statement that writes where a read-only
+    // transaction does not stop it, or NULL.
+    char *writes_outside;
+    // A catalog relation holding copies of column values (pg_statistic, pg_statistic_ext_data)
+    // that the rewritten statement reads, or NULL.
+    char *value_copies;
 };
 
-// Analyzes sql ($1..$n of the given types) as the current user, with the current search_path.
+// Analyzes sql ($1..$n of the given types) as the current user, with the current search_path; code
+// trust is judged for the current user.
 void analyze_query(const char *sql, int nparams, const Oid *param_types, QueryAnalysis *out);

@@ -27,6 +27,7 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include "call_hygiene.hpp"
 #include "catalog_cache.hpp"
 #include "group_commit.hpp"
 #include "governance.hpp"
@@ -35,6 +36,7 @@ extern "C" {
 #include "pg_guard.hpp"
 #include "policy_decision.hpp"
 #include "query_analysis.hpp"
+#include "role_rules.hpp"
 #include "secrets.hpp"
 #include "settings.hpp"
 
@@ -57,6 +59,16 @@ void on_relation_changed(Datum, Oid relid)
         std::binary_search(analysis_depends.begin(), analysis_depends.end(), relid))
         analysis_epoch++;
 }
+
+// Whether a statement's code is trusted for a role (code_trust.hpp) depends on functions' and
+// domains' owners, schemas' privileges, role memberships and the database's owner: a change to any
+// of them makes every analysis stale. They change rarely, so there is no finer bookkeeping.
+void on_trust_changed(Datum, int, uint32)
+{
+    analysis_epoch++;
+}
+
+const int trust_caches[] = {PROCOID, TYPEOID, NAMESPACEOID, AUTHOID, AUTHMEMMEMROLE, DATABASEOID};
 
 // A plan kept for one (query, run_as role): prepared as that role, with the query's search_path,
 // with the analysis the policies' decisions are made from.
@@ -208,6 +220,8 @@ struct QueryRunner::State {
     // (only abort does), so the success path puts it back itself.
     Oid saved_user = InvalidOid;
     int saved_sec_context = 0;
+    // The GUC nest level the call's SQL runs in (call_hygiene.hpp).
+    int guc_nest_level = 0;
 
     ApiError authenticate(const CallRequest &request, const char *key_hash_hex, Caller &caller);
     void configure_verifier();
@@ -231,6 +245,8 @@ void QueryRunner::start()
 {
     state_->cache.register_invalidation();
     CacheRegisterRelcacheCallback(on_relation_changed, (Datum)0);
+    for (int cache : trust_caches)
+        CacheRegisterSyscacheCallback(cache, on_trust_changed, (Datum)0);
     state_->request_context = AllocSetContextCreate(TopMemoryContext, "querygate request",
                                                     ALLOCSET_DEFAULT_SIZES);
 }
@@ -337,6 +353,7 @@ void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &call
     const int timeout = settings::statement_timeout;
     Oid *user = &saved_user;
     int *context = &saved_sec_context;
+    int *nest = &guc_nest_level;
     pg::guard([&] {
         pgstat_report_activity(STATE_RUNNING, activity);
         // Transaction-local, set while still the worker's superuser: querygate.tenant is
@@ -347,6 +364,7 @@ void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &call
         if (claims != nullptr)
             (void)set_config_option("request.jwt.claims", claims, PGC_USERSET, PGC_S_SESSION,
                                     GUC_ACTION_LOCAL, true, 0, false);
+        *nest = call_hygiene_begin();
         GetUserIdAndSecContext(user, context);
         // LOCAL_USERID_CHANGE also forbids SET ROLE inside the call.
         SetUserIdAndSecContext(role, *context | SECURITY_LOCAL_USERID_CHANGE);
@@ -362,9 +380,11 @@ void QueryRunner::State::end_call()
 {
     Oid user = saved_user;
     int context = saved_sec_context;
+    int nest = guc_nest_level;
     pg::guard([&] {
         disable_timeout(STATEMENT_TIMEOUT, false);
         SPI_finish();
+        call_hygiene_end(nest, XactReadOnly);
         SetUserIdAndSecContext(user, context);
     });
 }
@@ -569,6 +589,7 @@ void QueryRunner::State::abort_call()
             disable_all_timeouts(false);
             QueryCancelPending = false;
             AbortCurrentTransaction();
+            call_hygiene_after();
             pgstat_report_activity(STATE_IDLE, nullptr);
         });
         aborted = true;
@@ -637,6 +658,7 @@ CallResult QueryRunner::run(const CallRequest &request)
         });
         Caller caller;
         std::vector<Resolved> values;
+        bool wrote = false;
         if (!s.cache.refresh()) {
             result.error = api_errors::make(503, "unavailable",
                                             "querygate is not installed in this database");
@@ -655,12 +677,22 @@ CallResult QueryRunner::run(const CallRequest &request)
             result.error = std::move(bad);
         } else {
             Oid role = caller.policy->run_as;
-            bool role_exists = false;
-            pg::guard([&] { role_exists = SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)); });
-            if (!role_exists) {
+            RoleStatus status = ROLE_MISSING;
+            pg::guard([&] { status = role_status(role); });
+            if (status == ROLE_MISSING) {
                 ereport(LOG, (errmsg("querygate: policy \"%s\" runs as a role that no longer exists",
                                      caller.policy->name.c_str())));
                 result.error = api_errors::make(500, "query_failed", "the query failed");
+            } else if (status == ROLE_PRIVILEGED && !caller.policy->allow_superuser) {
+                // Made a superuser (or BYPASSRLS) after the policy was created: refused until a
+                // member of the role says so (set_policy(..., allow_superuser => true)).
+                ereport(LOG, (errmsg("querygate: policy \"%s\" runs as a superuser or a role that "
+                                     "bypasses row-level security, which it does not allow",
+                                     caller.policy->name.c_str())));
+                result.error = api_errors::make(403, "privileged_role",
+                                                "the policy's role is a superuser or bypasses "
+                                                "row-level security, which the policy does not "
+                                                "allow");
             } else {
                 s.begin_call(*query, caller, role);
                 PlanEntry &entry = s.plan_for(*query, role);
@@ -677,11 +709,15 @@ CallResult QueryRunner::run(const CallRequest &request)
                     // read-write transaction; everything else stays read-only.
                     if (entry.analysis->write_ops != 0) {
                         XactReadOnly = false;
-                        s.group_commit.defer_this_commit();
+                        wrote = true;
                     }
                     s.execute(*query, entry, decision, values, request, result);
                 }
                 s.end_call();
+                // After end_call, which undoes every setting made during the call: this one
+                // (synchronous_commit for this transaction) must last until the commit.
+                if (wrote)
+                    s.group_commit.defer_this_commit();
             }
         }
         // Every path that got here ends its transaction with a commit (a read-only one costs
@@ -690,6 +726,7 @@ CallResult QueryRunner::run(const CallRequest &request)
         pg::guard([] {
             PopActiveSnapshot();
             CommitTransactionCommand();
+            call_hygiene_after();
             pgstat_report_activity(STATE_IDLE, nullptr);
         });
         s.group_commit.committed();

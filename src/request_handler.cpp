@@ -215,7 +215,10 @@ std::string RequestHandler::client_ip(const HttpRequest &request)
             settings::trusted_proxies ? settings::trusted_proxies : "", bad);
         trusted_generation_ = settings::generation;
     }
-    return client_address::resolve(request.client_address, request.header("x-forwarded-for"),
+    // All lines, not the first: the client writes the first, a trusted proxy may append another.
+    std::string forwarded_for;
+    bool forwarded = request.header_list("x-forwarded-for", forwarded_for);
+    return client_address::resolve(request.client_address, forwarded ? &forwarded_for : nullptr,
                                    trusted_);
 }
 

@@ -10,7 +10,10 @@ extern "C" {
 #include "parser/parser.h"
 #include "parser/scanner.h"
 #include "utils/builtins.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "utils/lsyscache.h"
 }
 
 #include "chars.hpp"
@@ -115,6 +118,25 @@ void analysis_error_callback(void *arg)
         internalerrposition(pos);
         internalerrquery(text);
     }
+}
+
+char *explicit_search_path(void)
+{
+    StringInfoData path;
+    initStringInfo(&path);
+    appendStringInfoString(&path, "pg_catalog");
+    List *schemas = fetch_search_path(false);
+    ListCell *lc;
+    foreach (lc, schemas) {
+        Oid nsp = lfirst_oid(lc);
+        if (nsp == PG_CATALOG_NAMESPACE || isAnyTempNamespace(nsp))
+            continue;
+        char *name = get_namespace_name(nsp);
+        if (name != nullptr)
+            appendStringInfo(&path, ", %s", quote_identifier(name));
+    }
+    appendStringInfoString(&path, ", pg_temp");
+    return path.data;
 }
 
 bool is_reserved_param_name(const char *name)

@@ -19,5 +19,12 @@ void analyze_saved_query(const char *sql, AnalyzedQuery *out);
 // that text, as SPI does, instead of against the SQL statement that called the analysis.
 void analysis_error_callback(void *arg);
 
+// The current search_path made explicit, as it will be stored with a saved query: "pg_catalog",
+// then every schema the current path resolves to, in order ("$user" and names that exist now;
+// pg_catalog and temporary schemas left out), then "pg_temp". pg_catalog first and pg_temp last
+// mean neither a built-in nor a temporary object can be shadowed; resolving "$user" now means the
+// path names the same schemas whichever role later runs the query. palloc'd.
+char *explicit_search_path(void);
+
 // True for a name reserved by the HTTP API (page, page_size, format).
 bool is_reserved_param_name(const char *name);

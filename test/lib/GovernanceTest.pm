@@ -105,7 +105,8 @@ sub policy_key
 {
 	my ($qg, $policy, %o) = @_;
 	my $p = sql_quote($policy);
-	my $run_as = defined $o{run_as} ? ', ' . sql_quote($o{run_as}) : '';
+	# Without run_as: the test's superuser, asked for by name (see QuerygateTest::access).
+	my $run_as = defined $o{run_as} ? ', ' . sql_quote($o{run_as}) : ', allow_superuser => true';
 	my $list = join(', ', map { sql_quote($_) } @{ $o{queries} // [] });
 	my $sql = "SELECT querygate.create_policy($p$run_as);\n";
 	$sql .= "SELECT count(querygate.grant_query($p, q)) FROM unnest(ARRAY[$list]::text[]) AS q;\n" if length $list;

@@ -24,7 +24,7 @@ is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extn
 # The SQL API works.
 my $secret = $node->safe_psql('postgres', q{
 	SELECT querygate.save_query('q', 'SELECT :a::int AS a');
-	SELECT querygate.create_policy('p');
+	SELECT querygate.create_policy('p', allow_superuser => true);
 	SELECT querygate.grant_query('p', 'q');
 	SELECT querygate.create_key('k', 'p');
 });
