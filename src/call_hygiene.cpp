@@ -20,8 +20,8 @@ extern "C" {
 namespace {
 
 // PostgreSQL has no accessor for a transaction's pending notifications; the check that stops
-// PREPARE TRANSACTION after NOTIFY, LISTEN or UNLISTEN raises when there are any, and that error
-// becomes the read-only one.
+// PREPARE TRANSACTION after NOTIFY (or LISTEN and UNLISTEN, which a worker cannot run) raises when
+// there are any, and that error becomes the read-only one.
 void refuse_notifications(void)
 {
     MemoryContext context = CurrentMemoryContext;
@@ -39,7 +39,7 @@ void refuse_notifications(void)
     PG_END_TRY();
     if (queued)
         ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-                        errmsg("a read call may not notify or listen")));
+                        errmsg("a read call may not send notifications")));
 }
 
 } // namespace
@@ -64,10 +64,9 @@ void call_hygiene_end(int guc_nest_level, bool read_only)
             ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
                             errmsg("a read call wrote to the database")));
         refuse_notifications();
-    } else {
-        // A write may notify (a trigger that announces a change); it may not stay listening.
-        Async_UnlistenAll();
     }
+    // (A write may notify: a trigger that announces a change. LISTEN, which would outlast the
+    // call, PostgreSQL refuses in any background process.)
     // A temporary object would outlive the call in the session's temporary schema. The worker
     // never creates one, so the schema exists only if this call made it; the abort removes it.
     Oid temp_namespace, temp_toast_namespace;

@@ -3,8 +3,9 @@
 // A worker is one PostgreSQL session that serves every caller of every policy, one call after
 // another, so whatever a call leaves in the session is seen by the next caller: a setting changed
 // with set_config(..., false) (search_path, request.jwt.claims, row_security), a session-level
-// advisory lock, a LISTEN, a prepared statement, a cursor WITH HOLD, a temporary table, the
-// sequence values currval() and lastval() return, the seed of random(). And a read call runs in a
+// advisory lock, a prepared statement, a cursor WITH HOLD, a temporary table, the sequence values
+// currval() and lastval() return, the seed of random(). (LISTEN would be one too; PostgreSQL
+// refuses it in any background process.) And a read call runs in a
 // read-only transaction, which does not stop every write: a notification, a large object or
 // anything else that assigns a transaction id gets through.
 //
@@ -13,10 +14,10 @@
 //   this session could see of earlier calls (prepared statements, sequence state), reseeds
 //   random() from the server's generator, and opens the GUC nest level the call runs in;
 // - call_hygiene_end, after its statement ran and before commit: refuses (ERROR 25006, answered as
-//   403 read_only) a read call that assigned a transaction id or queued a notification or LISTEN,
-//   refuses any call that created a temporary object, closes cursors it declared WITH HOLD (commit
-//   would otherwise materialise them), drops a write call's LISTEN registrations, and undoes every
-//   setting the call changed, session-level ones included;
+//   403 read_only) a read call that assigned a transaction id or queued a notification, refuses
+//   any call that created a temporary object, closes cursors it declared WITH HOLD (commit would
+//   otherwise materialise them), and undoes every setting the call changed, session-level ones
+//   included;
 // - call_hygiene_after, once the transaction has ended either way: releases session-level advisory
 //   locks, which survive both commit and abort.
 // An aborted call needs nothing more: abort undoes settings, temporary objects, notifications and

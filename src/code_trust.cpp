@@ -28,6 +28,19 @@ char *role_name(Oid role)
     return role == ACL_ID_PUBLIC ? pstrdup("PUBLIC") : role_name_or_oid(role);
 }
 
+void remember(Oid oid, int *n, Oid **items)
+{
+    for (int i = 0; i < *n; i++)
+        if ((*items)[i] == oid)
+            return;
+    // Sizes 8, 16, 32...: reallocate when n reaches a power of two from 8 up.
+    if (*n == 0)
+        *items = static_cast<Oid *>(palloc(sizeof(Oid) * 8));
+    else if (*n >= 8 && (*n & (*n - 1)) == 0)
+        *items = static_cast<Oid *>(repalloc(*items, sizeof(Oid) * *n * 2));
+    (*items)[(*n)++] = oid;
+}
+
 // The first role that may create objects in the schema and cannot act as role, or InvalidOid
 // (PUBLIC is ACL_ID_PUBLIC, which is 0 too: found says which).
 bool untrusted_creator(Oid nsp, Oid role, Oid *creator)
@@ -59,7 +72,7 @@ bool untrusted_creator(Oid nsp, Oid role, Oid *creator)
     return found;
 }
 
-char *untrusted_schema(Oid role)
+char *untrusted_schema(Oid role, TrustDepends *depends)
 {
     List *path = fetch_search_path(false);
     ListCell *lc;
@@ -67,6 +80,7 @@ char *untrusted_schema(Oid role)
         Oid nsp = lfirst_oid(lc);
         if (nsp == PG_CATALOG_NAMESPACE || isAnyTempNamespace(nsp))
             continue;
+        remember(nsp, &depends->nschemas, &depends->schemas);
         Oid creator = InvalidOid;
         if (untrusted_creator(nsp, role, &creator))
             return psprintf("role \"%s\" may create objects in schema \"%s\", which is on the query's "
@@ -79,6 +93,7 @@ char *untrusted_schema(Oid role)
 struct TrustContext {
     Oid role;
     char *reason;
+    TrustDepends *depends;
 };
 
 bool untrusted_function(Oid funcid, void *arg);
@@ -105,6 +120,7 @@ bool untrusted_function(Oid funcid, void *arg)
     TrustContext *context = static_cast<TrustContext *>(arg);
     if (funcid < FirstNormalObjectId)
         return false; // a built-in: owned by the bootstrap superuser, not alterable by others
+    remember(funcid, &context->depends->nfunctions, &context->depends->functions);
     HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
     if (!HeapTupleIsValid(tuple))
         return false; // the planner will say the function does not exist
@@ -124,12 +140,15 @@ bool untrusted_function(Oid funcid, void *arg)
 
 bool untrusted_domain(Oid type, TrustContext *context)
 {
+    if (type < FirstNormalObjectId)
+        return false;
+    remember(type, &context->depends->ndomains, &context->depends->domains);
     HeapTuple tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
     if (!HeapTupleIsValid(tuple))
         return false;
     Oid owner = reinterpret_cast<Form_pg_type>(GETSTRUCT(tuple))->typowner;
     ReleaseSysCache(tuple);
-    if (type < FirstNormalObjectId || may_act_as(owner, context->role))
+    if (may_act_as(owner, context->role))
         return false;
     context->reason = psprintf("domain %s is owned by role \"%s\", which cannot act as \"%s\" (its "
                                "checks run as the caller)",
@@ -154,11 +173,11 @@ bool trust_walker(Node *node, TrustContext *context)
 
 } // namespace
 
-char *untrusted_code(Query *query, Oid role)
+char *untrusted_code(Query *query, Oid role, TrustDepends *depends)
 {
-    if (char *schema = untrusted_schema(role))
+    if (char *schema = untrusted_schema(role, depends))
         return schema;
-    TrustContext context = {role, nullptr};
+    TrustContext context = {role, nullptr, depends};
     (void)trust_walker(reinterpret_cast<Node *>(query), &context);
     return context.reason;
 }

@@ -26,6 +26,15 @@ extern "C" {
 #include "nodes/parsenodes.h"
 }
 
+// What the judgement looked at, so that a cache of it can tell which catalog changes make it stale:
+// the schemas of the search_path, the user-defined functions and the domains. Growable palloc'd
+// arrays, deduplicated.
+struct TrustDepends {
+    int nschemas, nfunctions, ndomains;
+    Oid *schemas, *functions, *domains;
+};
+
 // nullptr when the analyzed statement (before rewrite) and the active search_path are trusted for
 // role; otherwise a palloc'd reason naming the schema or function and the role that is not trusted.
-char *untrusted_code(Query *query, Oid role);
+// Fills depends (zeroed by the caller) with what it looked at, up to the first untrusted object.
+char *untrusted_code(Query *query, Oid role, TrustDepends *depends);

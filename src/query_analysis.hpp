@@ -10,6 +10,8 @@ extern "C" {
 #include "access/attnum.h"
 }
 
+#include "code_trust.hpp"
+
 // A base column: a relation's attribute, with names for rules and messages.
 struct SourceColumn {
     Oid relid;
@@ -55,8 +57,10 @@ struct QueryAnalysis {
     // analysis is stale.
     int ndepends;
     Oid *depends;
-    // Why the statement runs code the current user may not trust (code_trust.hpp), or NULL.
+    // Why the statement runs code the current user may not trust (code_trust.hpp), or NULL; and the
+    // schemas, functions and domains that judgement depends on.
     char *untrusted;
+    TrustDepends trust_depends;
     // The first function the statement itself calls (views count as themselves) that can read the
     // database by itself (function_effects.hpp), as "name()", or NULL.
     char *reads_database;

@@ -60,15 +60,35 @@ void on_relation_changed(Datum, Oid relid)
         analysis_epoch++;
 }
 
-// Whether a statement's code is trusted for a role (code_trust.hpp) depends on functions' and
-// domains' owners, schemas' privileges, role memberships and the database's owner: a change to any
-// of them makes every analysis stale. They change rarely, so there is no finer bookkeeping.
-void on_trust_changed(Datum, int, uint32)
+// Whether a statement's code is trusted for a role (code_trust.hpp) depends on the owners of the
+// functions and domains it calls, the privileges of the schemas on its search_path, role
+// attributes and memberships, and the database's owner. Changes to the functions, types and
+// schemas that kept analyses looked at (their syscache hash values, sorted, one list per cache)
+// make the analyses stale; other rows of those catalogs change often (every CREATE TABLE makes a
+// pg_type row) and are ignored. Roles and the database change rarely: any change counts.
+const int trust_object_caches[] = {PROCOID, TYPEOID, NAMESPACEOID};
+std::vector<uint32> trust_hashes[3];
+const int trust_global_caches[] = {AUTHOID, AUTHMEMMEMROLE, DATABASEOID};
+
+void on_trust_object_changed(Datum slot, int, uint32 hashvalue)
+{
+    const std::vector<uint32> &hashes = trust_hashes[DatumGetInt32(slot)];
+    if (hashvalue == 0 || std::binary_search(hashes.begin(), hashes.end(), hashvalue))
+        analysis_epoch++;
+}
+
+void on_trust_global_changed(Datum, int, uint32)
 {
     analysis_epoch++;
 }
 
-const int trust_caches[] = {PROCOID, TYPEOID, NAMESPACEOID, AUTHOID, AUTHMEMMEMROLE, DATABASEOID};
+// The sorted union of a watch list and new entries.
+template <typename T> void watch(std::vector<T> &list, const T *items, int n)
+{
+    list.insert(list.end(), items, items + n);
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+}
 
 // A plan kept for one (query, run_as role): prepared as that role, with the query's search_path,
 // with the analysis the policies' decisions are made from.
@@ -245,8 +265,11 @@ void QueryRunner::start()
 {
     state_->cache.register_invalidation();
     CacheRegisterRelcacheCallback(on_relation_changed, (Datum)0);
-    for (int cache : trust_caches)
-        CacheRegisterSyscacheCallback(cache, on_trust_changed, (Datum)0);
+    for (int i = 0; i < 3; i++)
+        CacheRegisterSyscacheCallback(trust_object_caches[i], on_trust_object_changed,
+                                      Int32GetDatum(i));
+    for (int cache : trust_global_caches)
+        CacheRegisterSyscacheCallback(cache, on_trust_global_changed, (Datum)0);
     state_->request_context = AllocSetContextCreate(TopMemoryContext, "querygate request",
                                                     ALLOCSET_DEFAULT_SIZES);
 }
@@ -420,6 +443,8 @@ PlanEntry &QueryRunner::State::plan_for(const CachedQuery &query, Oid role)
                                                        ALLOCSET_SMALL_SIZES);
     MemoryContext analysis_cxt = entry.analysis_context;
     QueryAnalysis *analysis = nullptr;
+    uint32 *hashes[3] = {nullptr, nullptr, nullptr};
+    int nhashes[3] = {0, 0, 0};
     uint64_t epoch = analysis_epoch;
     pg::guard([&] {
         if (old != nullptr)
@@ -446,6 +471,16 @@ PlanEntry &QueryRunner::State::plan_for(const CachedQuery &query, Oid role)
         MemoryContext old_cxt = MemoryContextSwitchTo(analysis_cxt);
         analysis = static_cast<QueryAnalysis *>(palloc0(sizeof(QueryAnalysis)));
         analyze_query(sql, nparams, types, analysis);
+        const TrustDepends &d = analysis->trust_depends;
+        const int counts[3] = {d.nfunctions, d.ndomains, d.nschemas};
+        const Oid *oids[3] = {d.functions, d.domains, d.schemas};
+        for (int c = 0; c < 3; c++) {
+            hashes[c] = static_cast<uint32 *>(palloc(sizeof(uint32) * Max(counts[c], 1)));
+            nhashes[c] = counts[c];
+            for (int i = 0; i < counts[c]; i++)
+                hashes[c][i] =
+                    GetSysCacheHashValue1(trust_object_caches[c], ObjectIdGetDatum(oids[c][i]));
+        }
         MemoryContextSwitchTo(old_cxt);
     });
     if (!plan_ok && entry.input != nullptr) {
@@ -459,12 +494,10 @@ PlanEntry &QueryRunner::State::plan_for(const CachedQuery &query, Oid role)
     entry.analysis = analysis;
     entry.analysis_epoch = epoch;
     entry.decisions.clear();
-    // Watch every relation any kept analysis depends on.
-    for (int i = 0; i < analysis->ndepends; i++)
-        analysis_depends.push_back(analysis->depends[i]);
-    std::sort(analysis_depends.begin(), analysis_depends.end());
-    analysis_depends.erase(std::unique(analysis_depends.begin(), analysis_depends.end()),
-                           analysis_depends.end());
+    // Watch every relation, function, domain and schema any kept analysis depends on.
+    watch(analysis_depends, analysis->depends, analysis->ndepends);
+    for (int c = 0; c < 3; c++)
+        watch(trust_hashes[c], hashes[c], nhashes[c]);
     return entry;
 }
 

@@ -1,0 +1,89 @@
+# What an allow-list and masking cover beyond the relations and columns a statement names.
+# Under a table allow-list, a function that can read any table by itself (query_to_xml,
+# table_to_xml, a user-defined SQL or PL/pgSQL function) is refused, with or without mask rules:
+# 403 table_not_allowed, and grant_query refuses such a query up front. Under a masking policy,
+# the statistics that hold copies of column values (pg_stats' histogram bounds and most common
+# values; pg_stats_ext reads the same kind of copies, and shows only a table owner's) are refused:
+# 403 mask_unresolvable. A policy without the rule still
+# gets the answer, so each refusal is the rule's and not a failure.
+use strict;
+use warnings;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use QuerygateTest;
+use GovernanceTest;
+
+my $qg = QuerygateTest->start(name => 'reads_beyond_lineage');
+$qg->sql(q{
+	CREATE ROLE rb_reader NOLOGIN;
+	CREATE TABLE rb_public (id int PRIMARY KEY, label text);
+	CREATE TABLE rb_secret (id int PRIMARY KEY, secret text);
+	CREATE TABLE rb_accounts (id int PRIMARY KEY, city text, tier int, balance int);
+	INSERT INTO rb_public VALUES (1, 'one');
+	INSERT INTO rb_secret VALUES (1, 'the-secret');
+	INSERT INTO rb_accounts SELECT g, 'city' || (g % 3), 1000 + g % 5, 1000 + g FROM generate_series(1, 200) g;
+	ANALYZE rb_accounts;
+	GRANT SELECT ON rb_public, rb_secret, rb_accounts TO rb_reader;
+	CREATE FUNCTION rb_peek() RETURNS text LANGUAGE sql STABLE AS $$ SELECT secret FROM rb_secret LIMIT 1 $$;
+	CREATE FUNCTION rb_peek_pl() RETURNS text LANGUAGE plpgsql STABLE AS
+	  $$ BEGIN RETURN (SELECT secret FROM rb_secret LIMIT 1); END $$;
+});
+my %q = (
+	via_xml => q{SELECT label, query_to_xml('SELECT secret FROM rb_secret', false, false, '')::text AS x FROM rb_public},
+	via_table_xml => q{SELECT label, table_to_xml('rb_secret', false, false, '')::text AS x FROM rb_public},
+	via_sql_fn => q{SELECT label, rb_peek() AS x FROM rb_public},
+	via_plpgsql_fn => q{SELECT label, rb_peek_pl() AS x FROM rb_public},
+	histogram => q{SELECT histogram_bounds::text AS h FROM pg_stats WHERE tablename = 'rb_accounts' AND attname = 'balance'},
+	mcv => q{SELECT most_common_vals::text AS m FROM pg_stats WHERE tablename = 'rb_accounts' AND attname = 'tier'},
+	plain => q{SELECT label FROM rb_public},
+);
+$qg->sql(join('', map { 'SELECT querygate.save_query(' . sql_quote($_) . ', ' . sql_quote($q{$_}) . ");\n" } sort keys %q));
+my @reads = qw(via_xml via_table_xml via_sql_fn via_plpgsql_fn);
+
+# Granted first, then the allow-list is set: the worker's decision is what is tested here.
+my $listed = policy_key($qg, 'listed', run_as => 'rb_reader', queries => [ @reads, 'plain' ],
+	setup => q{SELECT querygate.allow_tables('listed', ARRAY['rb_public']::regclass[]);});
+my $listed_masked = policy_key($qg, 'listed_masked', run_as => 'rb_reader', queries => [ @reads, 'plain' ],
+	setup => q{SELECT querygate.allow_tables('listed_masked', ARRAY['rb_public']::regclass[]);
+	            SELECT querygate.mask('listed_masked', 'rb_public.id', 'hash');});
+my $open = policy_key($qg, 'open', run_as => 'rb_reader', queries => [ @reads, 'histogram', 'mcv' ]);
+my $masked = policy_key($qg, 'masked', run_as => 'rb_reader', queries => [ 'histogram', 'mcv', 'plain' ],
+	setup => q{SELECT querygate.mask('masked', 'rb_accounts.balance', 'hash');
+	            SELECT querygate.mask('masked', 'rb_accounts.tier', 'hash');});
+
+# --- the allow-list
+$qg->expect_rows($qg->get('/q/plain', key => $listed), [ { label => 'one' } ], 'the allow-list admits its table');
+for my $name (@reads)
+{
+	my $res = $qg->get("/q/$name", key => $open);
+	is($res->{status}, 200, "$name without an allow-list: 200") or diag(QuerygateTest::describe($res));
+	like($res->{content}, qr/the-secret/, "$name without an allow-list reads rb_secret");
+	for my $p ([ listed => $listed ], [ listed_masked => $listed_masked ])
+	{
+		$res = $qg->get("/q/$name", key => $p->[1]);
+		expect_refusal($qg, $res, 403, 'table_not_allowed', "$name under policy $p->[0]", qr/can read any table/);
+		unlike($res->{content} // '', qr/the-secret/, "$name under policy $p->[0]: the secret is not in the answer");
+	}
+}
+# grant_query refuses such a query up front, naming the function.
+like(sql_error($qg, q{SELECT querygate.grant_query('listed', 'via_table_xml')}), qr/^42501 .*calls table_to_xml\(\), which can read any table/,
+	'grant_query of a query that calls table_to_xml, under an allow-list: 42501')
+  or diag(sql_error($qg, q{SELECT querygate.grant_query('listed', 'via_table_xml')}));
+$qg->sql(q{SELECT querygate.revoke_query('listed', 'via_sql_fn')});
+like(sql_error($qg, q{SELECT querygate.grant_query('listed', 'via_sql_fn')}), qr/^42501 .*calls rb_peek\(\), which can read any table/,
+	'grant_query of a query that calls a user-defined function, under an allow-list: 42501');
+
+# --- statistics under masking
+for my $name (qw(histogram mcv))
+{
+	my $res = $qg->get("/q/$name", key => $open);
+	is($res->{status}, 200, "$name without masks: 200") or diag(QuerygateTest::describe($res));
+	like($res->{content}, qr/10\d\d/, "$name without masks holds the values in clear");
+	$res = $qg->get("/q/$name", key => $masked);
+	expect_refusal($qg, $res, 403, 'mask_unresolvable', "$name under a policy that masks the columns",
+		qr/pg_statistic/);
+	unlike($res->{content} // '', qr/10\d\d/, "$name under the masking policy: no value in the answer");
+}
+$qg->expect_rows($qg->get('/q/plain', key => $masked), [ { label => 'one' } ], 'the masking policy still answers its other queries');
+
+done_testing();
