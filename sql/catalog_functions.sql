@@ -1,13 +1,7 @@
 -- The SQL API: each function exists with the contract's signature, works on its happy path, and
 -- fails with the contract's SQLSTATE (throws_ok) on each error.
 \set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-\set ON_ERROR_ROLLBACK 1
-\set ON_ERROR_STOP true
-SET client_min_messages = error;
+\i sql/include/setup.sql
 
 BEGIN;
 CREATE EXTENSION querygate;

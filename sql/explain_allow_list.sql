@@ -5,13 +5,7 @@
 -- through the view only. explain analyzes as the policy's run_as role with the query's stored
 -- search_path, and refuses unknown policies and queries (42704) and non-administrators (42501).
 \set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-\set ON_ERROR_ROLLBACK 1
-\set ON_ERROR_STOP true
-SET client_min_messages = error;
+\i sql/include/setup.sql
 
 BEGIN;
 CREATE EXTENSION querygate;

@@ -7,13 +7,7 @@
 -- (a function in FROM, a record from a user-defined function) refuses the query (mask_unresolvable)
 -- under a policy with any mask rule.
 \set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-\set ON_ERROR_ROLLBACK 1
-\set ON_ERROR_STOP true
-SET client_min_messages = error;
+\i sql/include/setup.sql
 
 BEGIN;
 CREATE EXTENSION querygate;

@@ -6,13 +6,7 @@
 -- 'allow'). A predicate column whose sources cannot be known counts as masked. Row-level security
 -- quals are the database's own and do not count.
 \set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-\set ON_ERROR_ROLLBACK 1
-\set ON_ERROR_STOP true
-SET client_min_messages = error;
+\i sql/include/setup.sql
 
 BEGIN;
 CREATE EXTENSION querygate;

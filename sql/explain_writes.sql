@@ -3,13 +3,7 @@
 -- (write_op_not_allowed, naming the operation). Also: the order of the policy's checks (allow-list,
 -- writes, unresolvable outputs, masked predicates), returns_rows, and the rest of explain's answer.
 \set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-\set ON_ERROR_ROLLBACK 1
-\set ON_ERROR_STOP true
-SET client_min_messages = error;
+\i sql/include/setup.sql
 
 BEGIN;
 CREATE EXTENSION querygate;

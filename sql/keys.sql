@@ -1,13 +1,7 @@
 -- API keys: the secret is "qg_" + 43 base64url characters (256 random bits), every key gets a new
 -- one, and only its SHA-256 is stored: no column of any catalog table holds the secret.
 \set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-\set ON_ERROR_ROLLBACK 1
-\set ON_ERROR_STOP true
-SET client_min_messages = error;
+\i sql/include/setup.sql
 
 BEGIN;
 CREATE EXTENSION querygate;

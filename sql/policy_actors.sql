@@ -6,13 +6,7 @@
 -- query runs as the policy's role (functions, domains, the schemas of its search_path) must come
 -- from roles that could act as it (the trojan-function case); set_jwks is a superuser's.
 \set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-\set ON_ERROR_ROLLBACK 1
-\set ON_ERROR_STOP true
-SET client_min_messages = error;
+\i sql/include/setup.sql
 
 BEGIN;
 CREATE EXTENSION querygate;
@@ -40,19 +34,6 @@ RESET ROLE;
 CREATE FUNCTION public.pa_trusted() RETURNS text LANGUAGE sql AS $$ SELECT current_user::text $$;
 
 \i sql/include/as_role.sql
--- The DETAIL of the error stmt raises as role r.
-CREATE FUNCTION pg_temp.detail_as(r text, stmt text) RETURNS text LANGUAGE plpgsql AS $f$
-DECLARE
-    d text;
-BEGIN
-    EXECUTE format('SET ROLE %I', r);
-    EXECUTE stmt;
-    RESET ROLE;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL;
-    RETURN d;
-END $f$;
 
 -- The catalog as one text, to show that refused calls changed nothing.
 CREATE FUNCTION pg_temp.catalog() RETURNS text LANGUAGE sql AS $$
@@ -97,7 +78,7 @@ SELECT is(pg_temp.as_role('pa_admin', s),
     $$SELECT querygate.save_query('q', 'SELECT id, secret FROM pa_t WHERE id = :id')$$,
     $$SELECT querygate.drop_query('q')$$]) AS s;
 SELECT is(pg_temp.catalog(), :'before', 'the refused calls changed nothing');
-SELECT alike(pg_temp.detail_as('pa_admin', $$SELECT querygate.create_key('k2', 'p')$$),
+SELECT alike(pg_temp.as_role('pa_admin', $$SELECT querygate.create_key('k2', 'p')$$, detail => true),
             '%runs its queries as role "pa_app". Only a superuser or a member of "pa_app" may change%',
             'the error says who may');
 -- What does not touch an existing policy stays open to any administrator.

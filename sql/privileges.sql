@@ -3,13 +3,7 @@
 -- of querygate_admin can manage everything, and nobody can create a policy that runs as a role they
 -- could not SET ROLE to.
 \set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-\set ON_ERROR_ROLLBACK 1
-\set ON_ERROR_STOP true
-SET client_min_messages = error;
+\i sql/include/setup.sql
 
 BEGIN;
 CREATE EXTENSION querygate;

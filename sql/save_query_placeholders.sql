@@ -3,13 +3,7 @@
 -- and the analyzer at save time (without running it), accepts one statement of the allowed kinds,
 -- and refuses reserved parameter names and parameters whose type cannot be inferred.
 \set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-\set ON_ERROR_ROLLBACK 1
-\set ON_ERROR_STOP true
-SET client_min_messages = error;
+\i sql/include/setup.sql
 
 BEGIN;
 CREATE EXTENSION querygate;

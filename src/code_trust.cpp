@@ -1,13 +1,13 @@
 // Whose code a saved query runs as its policy's role: see code_trust.hpp.
 #include "code_trust.hpp"
 #include "role_rules.hpp"
+#include "saved_query_analysis.hpp"
 
 #include "tree_walker.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
 #include "access/transam.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
@@ -74,12 +74,9 @@ bool untrusted_creator(Oid nsp, Oid role, Oid *creator)
 
 char *untrusted_schema(Oid role, TrustDepends *depends)
 {
-    List *path = fetch_search_path(false);
     ListCell *lc;
-    foreach (lc, path) {
+    foreach (lc, search_path_schemas()) {
         Oid nsp = lfirst_oid(lc);
-        if (nsp == PG_CATALOG_NAMESPACE || isAnyTempNamespace(nsp))
-            continue;
         remember(nsp, &depends->nschemas, &depends->schemas);
         Oid creator = InvalidOid;
         if (untrusted_creator(nsp, role, &creator))

@@ -1,7 +1,11 @@
 -- Shared by the pgTAP suites (\i sql/include/as_role.sql). Runs stmt as role r (SET ROLE, as a login
 -- of r would) in a subtransaction; returns 'no error' (its effects kept) or 'SQLSTATE: message'
--- (its effects rolled back).
-CREATE FUNCTION pg_temp.as_role(r text, stmt text) RETURNS text LANGUAGE plpgsql AS $$
+-- (its effects rolled back), and with detail => true the error's DETAIL after the message
+-- ("SQLSTATE: message / detail").
+CREATE FUNCTION pg_temp.as_role(r text, stmt text, detail boolean DEFAULT false) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    d text;
 BEGIN
     BEGIN
         EXECUTE format('SET ROLE %I', r);
@@ -9,6 +13,7 @@ BEGIN
         RESET ROLE;
         RETURN 'no error';
     EXCEPTION WHEN OTHERS THEN
-        RETURN SQLSTATE || ': ' || SQLERRM;
+        GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL;
+        RETURN SQLSTATE || ': ' || SQLERRM || CASE WHEN detail THEN ' / ' || d ELSE '' END;
     END;
 END $$;
