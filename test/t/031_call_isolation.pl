@@ -4,8 +4,8 @@
 # HOLD, a temporary table, the
 # sequence state lastval() reads, random()'s seed) is followed by a probe call, of another policy,
 # that must find the worker exactly as the first probe found it. And a read call writes nothing
-# anywhere: a notification, a large object or a transaction id is 403 read_only, whether the saved
-# query calls it directly or through a function.
+# anywhere: a notification, a large object, a sequence or a transaction id is 403 read_only,
+# whether the saved query calls it directly or through a function.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -23,7 +23,7 @@ $qg->sql(q{
 	CREATE TABLE ci_other.ci_items (id int, v text);
 	INSERT INTO ci_other.ci_items VALUES (1, 'from the other schema');
 	GRANT SELECT, INSERT ON ci_items TO ci_app;
-	GRANT USAGE ON SEQUENCE ci_items_id_seq TO ci_app;
+	GRANT USAGE, UPDATE ON SEQUENCE ci_items_id_seq TO ci_app;
 	GRANT USAGE ON SCHEMA ci_other TO ci_app, ci_probe;
 	GRANT SELECT ON ci_other.ci_items TO ci_app, ci_probe;
 	GRANT SELECT ON ci_items TO ci_probe;
@@ -70,6 +70,8 @@ my %q = (
 	lo => q{SELECT lo_from_bytea(0, 'x') AS v},
 	lo_fn => q{SELECT ci_lo() AS v},
 	xid_fn => q{SELECT ci_xid() AS v},
+	nextval_read => q{SELECT nextval('ci_items_id_seq') AS v},
+	setval_read => q{SELECT setval('ci_items_id_seq', 1000) AS v},
 	temp_write => q{WITH i AS (INSERT INTO ci_items (v) VALUES ('temp') RETURNING id) SELECT ci_temp() AS v FROM i},
 	insert => q{INSERT INTO ci_items (v) VALUES (:v) RETURNING id},
 	lastval => q{SELECT lastval() AS v},
@@ -142,6 +144,10 @@ after('lo', 403, 'read_only', 'lo_from_bytea from a read call');
 after('lo_fn', 403, 'read_only', 'lo_from_bytea through a function, from a read call');
 after('xid_fn', 403, 'read_only', 'txid_current through a function (a transaction id), from a read call');
 is($qg->sql('SELECT count(*) FROM pg_largeobject_metadata'), $lo_before, 'no large object was created');
+my $seq_before = $qg->sql('SELECT last_value FROM ci_items_id_seq');
+after('nextval_read', 403, 'read_only', 'nextval from a read call');
+after('setval_read', 403, 'read_only', 'setval from a read call');
+is($qg->sql('SELECT last_value FROM ci_items_id_seq'), $seq_before, 'the sequence did not move');
 
 # --- sequence state: lastval() and currval() would tell the next caller another call's id
 my $ins = $qg->get('/q/insert?v=secret-id', key => $app);
