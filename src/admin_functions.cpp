@@ -107,6 +107,9 @@ Datum querygate_save_query(PG_FUNCTION_ARGS)
 
     CatalogSession session;
     catalog_session_begin(&session);
+    // The query's row is locked first, so a grant of it that has not committed yet is waited for
+    // (grant_query locks it too) and then seen below.
+    exec1("SELECT 1 FROM querygate.saved_query WHERE name = $1 FOR UPDATE", name);
     // Re-saving a granted query changes what its policies run: the saver must be able to act as
     // each of their roles, and each must still accept the query as it now reads.
     catalog_require_query_actor(&session, name);
@@ -148,6 +151,7 @@ Datum querygate_drop_query(PG_FUNCTION_ARGS)
     char *name = sql_text_arg(fcinfo, 0, "the query name");
     CatalogSession session;
     catalog_session_begin(&session);
+    exec1("SELECT 1 FROM querygate.saved_query WHERE name = $1 FOR UPDATE", name);
     catalog_require_query_actor(&session, name);
     if (exec1("DELETE FROM querygate.saved_query WHERE name = $1", name) == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -174,12 +178,10 @@ Datum querygate_create_policy(PG_FUNCTION_ARGS)
     if (role_is_privileged(run_as) && !allow_superuser)
         ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                 errmsg("policy \"%s\" would run as \"%s\", a superuser or a role that bypasses "
-                        "row-level security",
-                        name, role_name_or_oid(run_as)),
-                 errdetail("Every call of the policy would see past every GRANT or row-level "
-                           "security policy%s.",
-                           PG_ARGISNULL(1) ? " (without run_as, a policy runs as its creator)" : ""),
+                 errmsg("policy \"%s\" would run as \"%s\", a privileged role%s", name,
+                        role_name_or_oid(run_as),
+                        PG_ARGISNULL(1) ? " (without run_as, a policy runs as its creator)" : ""),
+                 errdetail("%s", privileged_role_detail),
                  errhint("Pass run_as => a role that holds only the privileges its queries need, "
                          "or allow_superuser => true if that is really meant.")));
 
@@ -231,13 +233,17 @@ void change_grant(FunctionCallInfo fcinfo, bool grant)
     CatalogSession session;
     catalog_session_begin(&session);
     catalog_require_policy_actor(&session, policy);
-    catalog_require_query(query);
     if (grant) {
+        // Locks the query's row until commit: a save or drop of it waits for this grant, and this
+        // grant waits for one already under way, then checks the query as it then reads.
+        if (exec1("SELECT 1 FROM querygate.saved_query WHERE name = $1 FOR SHARE", query) == 0)
+            catalog_require_query(query);
         check_grant(policy, query);
         exec2("INSERT INTO querygate.query_grant (policy, query) VALUES ($1, $2) "
               "ON CONFLICT DO NOTHING",
               policy, query);
     } else {
+        catalog_require_query(query);
         exec2("DELETE FROM querygate.query_grant WHERE policy = $1 AND query = $2", policy, query);
     }
     catalog_session_end(&session);

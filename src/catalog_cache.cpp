@@ -139,8 +139,8 @@ void CatalogCache::load()
     // Names are [A-Za-z0-9_], so a comma joins them safely; types as oids.
     TextRows q = fetch("SELECT name, sql, prepared_sql, pg_catalog.array_to_string(param_names, ','), "
                        "pg_catalog.array_to_string(param_types::pg_catalog.oid[], ','), "
-                       "search_path, revision, param_rules::pg_catalog.text "
-                       "FROM querygate.saved_query");
+                       "search_path, revision, param_rules::pg_catalog.text, "
+                       "saved_by::pg_catalog.oid FROM querygate.saved_query");
     for (uint64 r = 0; r < q.nrows; r++) {
         CachedQuery cq;
         cq.name = q.at(r, 0);
@@ -151,6 +151,7 @@ void CatalogCache::load()
             cq.param_types.push_back(static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
         cq.search_path = q.at(r, 5);
         cq.revision = std::strtoll(q.at(r, 6), nullptr, 10);
+        cq.saved_by = static_cast<Oid>(std::strtoul(q.at(r, 8), nullptr, 10));
         if (const char *rules = q.at(r, 7)) {
             std::string error; // validated at save time; a failure here leaves no rules
             if (!param_rules::parse(rules, cq.rules, error))

@@ -47,6 +47,7 @@ struct ExplainInputs {
     int nparams;
     Oid *param_types;
     char *search_path;
+    Oid saved_by;
 };
 
 // The decision as plain data.
@@ -119,7 +120,7 @@ void read_inputs(const char *policy, const char *query, MemoryContext into, Expl
     }
     MemoryContextSwitchTo(spi);
 
-    if (catalog_exec_texts("SELECT prepared_sql, param_types, search_path "
+    if (catalog_exec_texts("SELECT prepared_sql, param_types, search_path, saved_by "
                            "FROM querygate.saved_query WHERE name = $1",
                            1, query_arg) == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -135,6 +136,7 @@ void read_inputs(const char *policy, const char *query, MemoryContext into, Expl
         in->search_path = SPI_getvalue(tuple, desc, 3);
         if (in->search_path == nullptr)
             in->search_path = pstrdup("");
+        in->saved_by = DatumGetObjectId(SPI_getbinval(tuple, desc, 4, &isnull));
     }
     MemoryContextSwitchTo(spi);
 
@@ -243,7 +245,7 @@ Datum querygate_explain(PG_FUNCTION_ARGS)
     QueryAnalysis analysis;
     QueryContext context;
     query_context_begin(&context, in.run_as, in.search_path);
-    analyze_query(in.prepared_sql, in.nparams, in.param_types, &analysis);
+    analyze_query(in.prepared_sql, in.nparams, in.param_types, in.saved_by, &analysis);
     query_context_end(&context);
 
     PlainDecision decision;

@@ -34,6 +34,11 @@ const Oid reading_builtins[] = {
     F_DATABASE_TO_XML_AND_XMLSCHEMA,
     F_TS_STAT_TEXT,
     F_TS_STAT_TEXT_TEXT,
+    F_TS_REWRITE_TSQUERY_TEXT,
+    F_PG_LOGICAL_SLOT_GET_CHANGES,
+    F_PG_LOGICAL_SLOT_GET_BINARY_CHANGES,
+    F_PG_LOGICAL_SLOT_PEEK_CHANGES,
+    F_PG_LOGICAL_SLOT_PEEK_BINARY_CHANGES,
     F_LO_GET_OID,
     F_LO_GET_OID_INT8_INT4,
     F_LOREAD,
@@ -74,6 +79,13 @@ const Oid writing_builtins[] = {
     F_PG_COPY_LOGICAL_REPLICATION_SLOT_NAME_NAME_BOOL,
     F_PG_COPY_LOGICAL_REPLICATION_SLOT_NAME_NAME,
     F_PG_DROP_REPLICATION_SLOT,
+    F_PG_REPLICATION_SLOT_ADVANCE,
+    F_PG_LOGICAL_SLOT_GET_CHANGES,
+    F_PG_LOGICAL_SLOT_GET_BINARY_CHANGES,
+    F_BRIN_SUMMARIZE_NEW_VALUES,
+    F_BRIN_SUMMARIZE_RANGE,
+    F_BRIN_DESUMMARIZE_RANGE,
+    F_GIN_CLEAN_PENDING_LIST,
     F_PG_REPLICATION_ORIGIN_CREATE,
     F_PG_REPLICATION_ORIGIN_DROP,
     F_PG_REPLICATION_ORIGIN_SESSION_SETUP,
@@ -95,6 +107,15 @@ const Oid writing_builtins[] = {
     F_PG_RELOAD_CONF,
     F_PG_ROTATE_LOGFILE,
     F_PG_ROTATE_LOGFILE_OLD,
+};
+
+// Built-ins that run SQL given as text, and which argument holds it.
+const struct {
+    Oid funcid;
+    int argument;
+} sql_text_builtins[] = {
+    {F_QUERY_TO_XML, 0},     {F_QUERY_TO_XMLSCHEMA, 0},         {F_QUERY_TO_XML_AND_XMLSCHEMA, 0},
+    {F_TS_STAT_TEXT, 0},     {F_TS_STAT_TEXT_TEXT, 0},          {F_TS_REWRITE_TSQUERY_TEXT, 1},
 };
 
 template <size_t N> bool listed(const Oid (&list)[N], Oid funcid)
@@ -137,6 +158,14 @@ bool function_reads_database(Oid funcid)
 bool function_writes_outside(Oid funcid)
 {
     return listed(writing_builtins, funcid);
+}
+
+int sql_text_argument(Oid funcid)
+{
+    for (const auto &f : sql_text_builtins)
+        if (f.funcid == funcid)
+            return f.argument;
+    return -1;
 }
 
 char *first_function_where(Node *node, bool (*test)(Oid funcid))

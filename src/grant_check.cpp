@@ -70,9 +70,8 @@ void check_grant(const char *policy, const char *query)
 
     if (!in.allow_superuser && role_is_privileged(in.run_as))
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("policy \"%s\" runs as \"%s\", a superuser or a role that bypasses "
-                               "row-level security",
-                               policy, role),
+                        errmsg("policy \"%s\" runs as \"%s\", a privileged role", policy, role),
+                        errdetail("%s", privileged_role_detail),
                         errhint("Give the policy a role that holds only the privileges its queries "
                                 "need, or call querygate.set_policy(policy, allow_superuser => true) "
                                 "if that is really meant.")));
@@ -90,7 +89,7 @@ void check_grant(const char *policy, const char *query)
     QueryContext context;
     QueryAnalysis analysis;
     query_context_begin(&context, in.run_as, in.search_path);
-    analyze_query(in.sql, in.nparams, in.param_types, &analysis);
+    analyze_query(in.sql, in.nparams, in.param_types, in.saved_by, &analysis);
     query_context_end(&context);
 
     if (analysis.untrusted != nullptr)

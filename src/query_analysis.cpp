@@ -751,7 +751,8 @@ SourceColumn *named_columns(const ColumnSet *set)
 
 } // namespace
 
-void analyze_query(const char *sql, int nparams, const Oid *param_types, QueryAnalysis *out)
+void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid saved_by,
+                   QueryAnalysis *out)
 {
     memset(out, 0, sizeof(*out));
 
@@ -775,7 +776,8 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, QueryAn
 
     // Before rewrite: whose code it runs (code_trust.hpp), what it names (views as themselves), what
     // it writes, and whether it calls a function that reads the database by itself.
-    out->untrusted = untrusted_code(query, GetUserId(), &out->trust_depends);
+    out->untrusted =
+        untrusted_code(query, GetUserId(), saved_by, param_types, nparams, &out->trust_depends);
     out->reads_database =
         first_function_where(reinterpret_cast<Node *>(query), function_reads_database);
     RelationCollector named = {0, 0, nullptr, 0};

@@ -58,7 +58,7 @@ struct QueryAnalysis {
     int ndepends;
     Oid *depends;
     // Why the statement runs code the current user may not trust (code_trust.hpp), or NULL; and the
-    // schemas, functions and domains that judgement depends on.
+    // functions and domains that judgement depends on.
     char *untrusted;
     TrustDepends trust_depends;
     // The first function the statement itself calls (views count as themselves) that can read the
@@ -73,5 +73,6 @@ struct QueryAnalysis {
 };
 
 // Analyzes sql ($1..$n of the given types) as the current user, with the current search_path; code
-// trust is judged for the current user.
-void analyze_query(const char *sql, int nparams, const Oid *param_types, QueryAnalysis *out);
+// trust (code_trust.hpp) is judged for the current user and a query saved by saved_by.
+void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid saved_by,
+                   QueryAnalysis *out);

@@ -61,14 +61,15 @@ void on_relation_changed(Datum, Oid relid)
 }
 
 // Whether a statement's code is trusted for a role (code_trust.hpp) depends on the owners of the
-// functions and domains it calls, the privileges of the schemas on its search_path, role
-// attributes and memberships, and the database's owner. Changes to the functions, types and
-// schemas that kept analyses looked at (their syscache hash values, sorted, one list per cache)
+// functions and domains it calls, the schemas of its search_path, operators' commutators and
+// negators, role attributes and memberships, and the database's owner. Changes to the functions
+// and types that kept analyses looked at (their syscache hash values, sorted, one list per cache)
 // make the analyses stale; other rows of those catalogs change often (every CREATE TABLE makes a
-// pg_type row) and are ignored. Roles and the database change rarely: any change counts.
-const int trust_object_caches[] = {PROCOID, TYPEOID, NAMESPACEOID};
+// pg_type row) and are ignored. This database's row alike: pg_database is shared, and autovacuum
+// updates every database's row. Schemas, operators and roles change rarely: any change counts.
+const int trust_object_caches[] = {PROCOID, TYPEOID, DATABASEOID};
 std::vector<uint32> trust_hashes[3];
-const int trust_global_caches[] = {AUTHOID, AUTHMEMMEMROLE, DATABASEOID};
+const int trust_global_caches[] = {NAMESPACEOID, OPEROID, AUTHOID, AUTHMEMMEMROLE};
 
 void on_trust_object_changed(Datum slot, int, uint32 hashvalue)
 {
@@ -268,6 +269,7 @@ void QueryRunner::start()
     for (int i = 0; i < 3; i++)
         CacheRegisterSyscacheCallback(trust_object_caches[i], on_trust_object_changed,
                                       Int32GetDatum(i));
+
     for (int cache : trust_global_caches)
         CacheRegisterSyscacheCallback(cache, on_trust_global_changed, (Datum)0);
     state_->request_context = AllocSetContextCreate(TopMemoryContext, "querygate request",
@@ -445,6 +447,7 @@ PlanEntry &QueryRunner::State::plan_for(const CachedQuery &query, Oid role)
     QueryAnalysis *analysis = nullptr;
     uint32 *hashes[3] = {nullptr, nullptr, nullptr};
     int nhashes[3] = {0, 0, 0};
+    const Oid saved_by = query.saved_by;
     uint64_t epoch = analysis_epoch;
     pg::guard([&] {
         if (old != nullptr)
@@ -470,10 +473,10 @@ PlanEntry &QueryRunner::State::plan_for(const CachedQuery &query, Oid role)
         MemoryContextReset(analysis_cxt);
         MemoryContext old_cxt = MemoryContextSwitchTo(analysis_cxt);
         analysis = static_cast<QueryAnalysis *>(palloc0(sizeof(QueryAnalysis)));
-        analyze_query(sql, nparams, types, analysis);
+        analyze_query(sql, nparams, types, saved_by, analysis);
         const TrustDepends &d = analysis->trust_depends;
-        const int counts[3] = {d.nfunctions, d.ndomains, d.nschemas};
-        const Oid *oids[3] = {d.functions, d.domains, d.schemas};
+        const int counts[3] = {d.nfunctions, d.ntypes, 1};
+        const Oid *oids[3] = {d.functions, d.types, &MyDatabaseId};
         for (int c = 0; c < 3; c++) {
             hashes[c] = static_cast<uint32 *>(palloc(sizeof(uint32) * Max(counts[c], 1)));
             nhashes[c] = counts[c];
@@ -717,15 +720,14 @@ CallResult QueryRunner::run(const CallRequest &request)
                                      caller.policy->name.c_str())));
                 result.error = api_errors::make(500, "query_failed", "the query failed");
             } else if (status == ROLE_PRIVILEGED && !caller.policy->allow_superuser) {
-                // Made a superuser (or BYPASSRLS) after the policy was created: refused until a
+                // Made privileged (role_rules.hpp) after the policy was created: refused until a
                 // member of the role says so (set_policy(..., allow_superuser => true)).
-                ereport(LOG, (errmsg("querygate: policy \"%s\" runs as a superuser or a role that "
-                                     "bypasses row-level security, which it does not allow",
+                ereport(LOG, (errmsg("querygate: policy \"%s\" runs as a privileged role, which it "
+                                     "does not allow",
                                      caller.policy->name.c_str())));
                 result.error = api_errors::make(403, "privileged_role",
-                                                "the policy's role is a superuser or bypasses "
-                                                "row-level security, which the policy does not "
-                                                "allow");
+                                                "the policy's role is privileged (a superuser or "
+                                                "alike), which the policy does not allow");
             } else {
                 s.begin_call(*query, caller, role);
                 PlanEntry &entry = s.plan_for(*query, role);

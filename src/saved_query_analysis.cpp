@@ -120,27 +120,16 @@ void analysis_error_callback(void *arg)
     }
 }
 
-List *search_path_schemas(void)
-{
-    List *schemas = NIL;
-    ListCell *lc;
-    foreach (lc, fetch_search_path(false)) {
-        Oid nsp = lfirst_oid(lc);
-        if (nsp != PG_CATALOG_NAMESPACE && !isAnyTempNamespace(nsp))
-            schemas = lappend_oid(schemas, nsp);
-    }
-    return schemas;
-}
-
 char *explicit_search_path(void)
 {
     StringInfoData path;
     initStringInfo(&path);
     appendStringInfoString(&path, "pg_catalog");
     ListCell *lc;
-    foreach (lc, search_path_schemas()) {
-        char *name = get_namespace_name(lfirst_oid(lc));
-        if (name != nullptr)
+    foreach (lc, fetch_search_path(false)) {
+        Oid nsp = lfirst_oid(lc);
+        char *name = get_namespace_name(nsp);
+        if (nsp != PG_CATALOG_NAMESPACE && !isAnyTempNamespace(nsp) && name != nullptr)
             appendStringInfo(&path, ", %s", quote_identifier(name));
     }
     appendStringInfoString(&path, ", pg_temp");

@@ -4,9 +4,6 @@
 #pragma once
 
 #include "pg_headers.hpp"
-extern "C" {
-#include "nodes/pg_list.h"
-}
 
 struct AnalyzedQuery {
     char *prepared_sql; // the statement with $1..$n
@@ -28,10 +25,6 @@ void analysis_error_callback(void *arg);
 // mean neither a built-in nor a temporary object can be shadowed; resolving "$user" now means the
 // path names the same schemas whichever role later runs the query. palloc'd.
 char *explicit_search_path(void);
-
-// The schemas the current search_path resolves to, in order, without pg_catalog and temporary
-// schemas (which the stored path puts first and last): a list of OIDs.
-List *search_path_schemas(void);
 
 // True for a name reserved by the HTTP API (page, page_size, format).
 bool is_reserved_param_name(const char *name);

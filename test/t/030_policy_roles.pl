@@ -4,7 +4,7 @@
 # whose code stops being trusted for the policy's role (a function given to another owner, CREATE
 # on a schema of its search_path granted to a role that cannot act as the policy's role) is refused
 # (403 untrusted_code) from the next call on, without a re-save: the worker re-analyzes when
-# functions, schemas or roles change.
+# functions, schemas or roles change. And a save that races a grant waits for it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -68,5 +68,30 @@ $qg->sql('GRANT CREATE ON SCHEMA public TO PUBLIC');
 $qg->expect_error(call('who'), 403, 'untrusted_code', 'CREATE on public granted to PUBLIC');
 $qg->sql('REVOKE CREATE ON SCHEMA public FROM PUBLIC');
 $qg->expect_rows(call('who'), $who, 'revoked from PUBLIC: served again');
+
+# --- a save racing a grant: an administrator who is not a member of pr_app re-saves a query while
+# a superuser's grant of it to the policy is still open. The grant's transaction locks the query's
+# row, so the save waits, then sees the grant and is refused; without the lock it would commit its
+# own text under a grant made for the old one.
+$qg->sql(q{
+	CREATE ROLE pr_admin NOLOGIN IN ROLE querygate_admin;
+	GRANT SELECT ON pr_items TO pr_admin;
+	SELECT querygate.save_query('racy', 'SELECT count(*)::int AS n FROM pr_items');
+});
+my $granter = $qg->node->background_psql('postgres');
+my $saver = $qg->node->background_psql('postgres', on_error_stop => 0);
+$granter->query_safe('BEGIN');
+$granter->query_safe(q{SELECT querygate.grant_query('app', 'racy')});
+$saver->query_until(qr/sent/, qq{\\echo sent\nSET ROLE pr_admin;\nSELECT querygate.save_query('racy', 'SELECT current_user::text AS n');\n\\echo done\n});
+ok(poll_until(sub { $qg->sql(q{SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'}) eq '1' }),
+	'the save waits for the open grant');
+$granter->query_safe('COMMIT');
+$saver->query_until(qr/done/, '');
+like($saver->{stderr}, qr/permission denied to change policy "app"/, 'then it is refused: the query is granted to a policy of a role pr_admin cannot act as');
+$granter->quit;
+$saver->quit;
+is($qg->sql(q{SELECT sql || ' / ' || saved_by FROM querygate.saved_query WHERE name = 'racy'}),
+	'SELECT count(*)::int AS n FROM pr_items / ' . $qg->sql('SELECT current_user'), 'the query is the one that was granted');
+$qg->expect_rows(call('racy'), [ { n => 1 } ], 'and it is what the policy runs');
 
 done_testing();

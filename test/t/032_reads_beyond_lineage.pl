@@ -1,6 +1,6 @@
 # What an allow-list and masking cover beyond the relations and columns a statement names.
 # Under a table allow-list, a function that can read any table by itself (query_to_xml,
-# table_to_xml, a user-defined SQL or PL/pgSQL function) is refused, with or without mask rules:
+# table_to_xml, ts_rewrite with a query, a user-defined SQL or PL/pgSQL function) is refused, with or without mask rules:
 # 403 table_not_allowed, and grant_query refuses such a query up front. Under a masking policy,
 # the statistics that hold copies of column values (pg_stats' histogram bounds and most common
 # values; pg_stats_ext reads the same kind of copies, and shows only a table owner's) are refused:
@@ -31,6 +31,7 @@ $qg->sql(q{
 my %q = (
 	via_xml => q{SELECT label, query_to_xml('SELECT secret FROM rb_secret', false, false, '')::text AS x FROM rb_public},
 	via_table_xml => q{SELECT label, table_to_xml('rb_secret', false, false, '')::text AS x FROM rb_public},
+	via_ts_rewrite => q{SELECT label, ts_rewrite('a'::tsquery, 'SELECT ''a''::tsquery, quote_literal(secret)::tsquery FROM rb_secret')::text AS x FROM rb_public},
 	via_sql_fn => q{SELECT label, rb_peek() AS x FROM rb_public},
 	via_plpgsql_fn => q{SELECT label, rb_peek_pl() AS x FROM rb_public},
 	histogram => q{SELECT histogram_bounds::text AS h FROM pg_stats WHERE tablename = 'rb_accounts' AND attname = 'balance'},
@@ -38,7 +39,7 @@ my %q = (
 	plain => q{SELECT label FROM rb_public},
 );
 $qg->sql(join('', map { 'SELECT querygate.save_query(' . sql_quote($_) . ', ' . sql_quote($q{$_}) . ");\n" } sort keys %q));
-my @reads = qw(via_xml via_table_xml via_sql_fn via_plpgsql_fn);
+my @reads = qw(via_xml via_table_xml via_ts_rewrite via_sql_fn via_plpgsql_fn);
 
 # Granted first, then the allow-list is set: the worker's decision is what is tested here.
 my $listed = policy_key($qg, 'listed', run_as => 'rb_reader', queries => [ @reads, 'plain' ],
