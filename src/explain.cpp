@@ -307,6 +307,27 @@ Datum querygate_explain(PG_FUNCTION_ARGS)
             appendStringInfoString(&buf, ", ");
         append_column_name(&buf, &analysis.predicates[i]);
     }
+    // Where a value is computed with on its way to an output or an assignment: under a masking
+    // policy, a masked one is refused (mask_expression).
+    appendStringInfoString(&buf, "], \"computed\": [");
+    bool first_computed = true;
+    for (int i = 0; i <= analysis.noutputs; i++) {
+        const bool assigned = i == analysis.noutputs;
+        const int n = assigned ? analysis.nassignments : analysis.outputs[i].nsources;
+        const SourceColumn *sources = assigned ? analysis.assignments : analysis.outputs[i].sources;
+        for (int s = 0; s < n; s++) {
+            if (sources[s].computed == nullptr)
+                continue;
+            appendStringInfoString(&buf, first_computed ? "{\"column\": " : ", {\"column\": ");
+            first_computed = false;
+            append_json_string(&buf, assigned ? nullptr : analysis.outputs[i].name);
+            appendStringInfoString(&buf, ", \"source\": ");
+            append_column_name(&buf, &sources[s]);
+            appendStringInfoString(&buf, ", \"by\": ");
+            escape_json(&buf, sources[s].computed);
+            appendStringInfoChar(&buf, '}');
+        }
+    }
     appendStringInfoString(&buf, "], \"predicate_unresolvable\": ");
     append_json_string(&buf, analysis.predicate_unresolvable);
     appendStringInfoString(&buf, ", \"untrusted\": ");

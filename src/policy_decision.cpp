@@ -29,6 +29,17 @@ void refuse(PolicyDecision &d, const char *code, std::string message)
     d.refusal_message = std::move(message);
 }
 
+// Refuses a computation with a masked column (true when it did).
+bool refuse_computed(PolicyDecision &d, const PolicyRules &rules, const SourceColumn &c)
+{
+    if (c.computed == nullptr || action_of(rules.masks, c) == masking::Action::none)
+        return false;
+    refuse(d, "mask_expression",
+           "the query computes with the masked column " + column_text(c) + " (" + c.computed +
+               "); a masked value may only be returned unchanged");
+    return true;
+}
+
 const struct {
     int op;
     const char *name;
@@ -144,7 +155,22 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
         return d;
     }
 
-    // 5. A masked column in a filter, join, grouping or sort lets the caller learn it.
+    // 5. A masked value may reach the answer only unchanged: a value computed from it (an
+    // output, or what a write assigns) can differ, fail or take time by the hidden value, which
+    // no mask of the result can hide (value_use.hpp).
+    if (!rules.mask_predicates_allowed) {
+        for (int i = 0; i < analysis.noutputs; i++) {
+            const OutputLineage &out = analysis.outputs[i];
+            for (int s = 0; s < out.nsources; s++)
+                if (refuse_computed(d, rules, out.sources[s]))
+                    return d;
+        }
+        for (int i = 0; i < analysis.nassignments; i++)
+            if (refuse_computed(d, rules, analysis.assignments[i]))
+                return d;
+    }
+
+    // 6. A masked column in a filter, join, grouping or sort lets the caller learn it.
     if (!rules.mask_predicates_allowed) {
         for (int i = 0; i < analysis.npredicates; i++) {
             const SourceColumn &c = analysis.predicates[i];

@@ -19,8 +19,8 @@ struct PolicyRules {
 
 struct PolicyDecision {
     // Empty when allowed; else "untrusted_code", "table_not_allowed", "write_op_not_allowed",
-    // "read_only", "mask_unresolvable" or "mask_predicate" (all HTTP 403), with a message for the
-    // caller naming the table, column or function.
+    // "read_only", "mask_unresolvable", "mask_expression" or "mask_predicate" (all HTTP 403), with
+    // a message for the caller naming the table, column or function.
     std::string refusal_code;
     std::string refusal_message;
     // One per QueryAnalysis output, in order.
@@ -37,7 +37,8 @@ int write_op_from_name(const char *op); // the bit for a name, 0 for anything el
 
 // Checks, in this order: code the policy's role does not trust, the table allow-list (relations and
 // functions that read the database), the write operations (and, for a read, functions that write
-// anyway), then, only when the policy has any mask rule, unresolvable output columns, statistics
-// and masked columns in predicates (unless allowed); and the strictest matching mask action for
-// each output column, over all of its sources.
+// anyway), then, only when the policy has any mask rule, unresolvable output columns, statistics,
+// masked columns computed with on their way to an output or an assignment (unless allowed) and
+// masked columns in predicates (unless allowed); and the strictest matching mask action for each
+// output column, over all of its sources.
 PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules);

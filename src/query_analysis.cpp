@@ -22,6 +22,7 @@
 #include "function_effects.hpp"
 #include "saved_query_analysis.hpp"
 #include "tree_walker.hpp"
+#include "value_use.hpp"
 
 extern "C" {
 #include "access/relation.h"
@@ -126,42 +127,58 @@ struct ColumnRef {
 struct VisitKey {
     const void *node; // a Query, or a join's RangeTblEntry
     int index;        // its output column, or the join's merged column
+    bool computing;   // traced under a computation (value_use.hpp), or passed through
 };
 
 // The base columns found for one output column (or for all predicates), deduplicated, with the
 // first reason the sources cannot be known, and the (query, column) pairs already traced (which
-// also ends the recursion of recursive CTEs).
+// also ends the recursion of recursive CTEs). While tracing, `computing` says whether the value
+// on its way to the output has been computed with (value_use.hpp), and `how`; each column keeps
+// the first such use (hows[i]; NULL: it only ever passed through).
 struct ColumnSet {
     int n;
     int capacity;
     ColumnRef *cols;
+    const char **hows;
     const char *unresolvable;
     int nvisited;
     int visited_capacity;
     VisitKey *visited;
+    bool computing;
+    const char *how;
 };
 
 void add_column(ColumnSet *set, Oid relid, AttrNumber attnum)
 {
+    const char *how = set->computing ? set->how : nullptr;
     for (int i = 0; i < set->n; i++)
-        if (set->cols[i].relid == relid && set->cols[i].attnum == attnum)
+        if (set->cols[i].relid == relid && set->cols[i].attnum == attnum) {
+            if (set->hows[i] == nullptr)
+                set->hows[i] = how;
             return;
+        }
     if (set->n == set->capacity) {
         set->capacity = set->capacity ? set->capacity * 2 : 8;
         set->cols = static_cast<ColumnRef *>(
             set->cols ? repalloc(set->cols, sizeof(ColumnRef) * set->capacity)
                       : palloc(sizeof(ColumnRef) * set->capacity));
+        set->hows = static_cast<const char **>(
+            set->hows ? repalloc(set->hows, sizeof(char *) * set->capacity)
+                      : palloc(sizeof(char *) * set->capacity));
     }
     set->cols[set->n].relid = relid;
     set->cols[set->n].attnum = attnum;
+    set->hows[set->n] = how;
     set->n++;
 }
 
-// True the first time (node, index) is seen in this set.
+// True the first time (node, index) is seen in this set, in this context: a column first passed
+// through may be computed with on another path.
 bool first_visit(ColumnSet *set, const void *node, int index)
 {
     for (int i = 0; i < set->nvisited; i++)
-        if (set->visited[i].node == node && set->visited[i].index == index)
+        if (set->visited[i].node == node && set->visited[i].index == index &&
+            set->visited[i].computing == set->computing)
             return false;
     if (set->nvisited == set->visited_capacity) {
         set->visited_capacity = set->visited_capacity ? set->visited_capacity * 2 : 8;
@@ -171,6 +188,7 @@ bool first_visit(ColumnSet *set, const void *node, int index)
     }
     set->visited[set->nvisited].node = node;
     set->visited[set->nvisited].index = index;
+    set->visited[set->nvisited].computing = set->computing;
     set->nvisited++;
     return true;
 }
@@ -332,7 +350,11 @@ void trace_join_column(Level *level, int rtindex, RangeTblEntry *rte, AttrNumber
     if (attno < 1 || attno > list_length(rte->joinaliasvars))
         return;
     Node *alias = static_cast<Node *>(list_nth(rte->joinaliasvars, attno - 1));
-    if (alias != nullptr)
+    // A FULL JOIN's merged column is COALESCE(left, right): whichever value is there, unchanged;
+    // trace_merged_inputs follows both sides.
+    bool merged_coalesce = attno <= rte->joinmergedcols && alias != nullptr &&
+                           IsA(strip_implicit_coercions(alias), CoalesceExpr);
+    if (alias != nullptr && !merged_coalesce)
         trace_expr(alias, level, set);
     if (attno <= rte->joinmergedcols)
         trace_merged_inputs(level, rtindex, rte, attno, set);
@@ -595,8 +617,18 @@ bool trace_walker(Node *node, TraceContext *context)
 void trace_expr(Node *expr, Level *level, ColumnSet *set)
 {
     check_stack_depth();
+    // Once a value is computed with, everything under it is: the context outlives this call only
+    // as long as the expression being traced.
+    const bool was_computing = set->computing;
+    const char *was_how = set->how;
+    if (!was_computing && !passes_value_through(expr)) {
+        set->computing = true;
+        set->how = value_use(expr);
+    }
     TraceContext context = {level, set};
     (void)trace_walker(expr, &context);
+    set->computing = was_computing;
+    set->how = was_how;
 }
 
 // ------------------------------------------------------------------ predicates
@@ -649,6 +681,30 @@ void trace_jointree_quals(Node *node, Level *level, ColumnSet *set)
     }
 }
 
+// True when a set operation tree compares rows: anything but UNION ALL, at any node.
+bool set_operation_compares(Node *node)
+{
+    if (node == nullptr || !IsA(node, SetOperationStmt))
+        return false;
+    SetOperationStmt *op = reinterpret_cast<SetOperationStmt *>(node);
+    return op->op != SETOP_UNION || !op->all || set_operation_compares(op->larg) ||
+           set_operation_compares(op->rarg);
+}
+
+// Every column of every leaf of a set operation tree.
+void trace_setop_leaves(Node *node, Level *level, ColumnSet *set)
+{
+    if (node == nullptr)
+        return;
+    if (IsA(node, SetOperationStmt)) {
+        SetOperationStmt *op = reinterpret_cast<SetOperationStmt *>(node);
+        trace_setop_leaves(op->larg, level, set);
+        trace_setop_leaves(op->rarg, level, set);
+    } else if (IsA(node, RangeTblRef)) {
+        trace_rte_column(level, reinterpret_cast<RangeTblRef *>(node)->rtindex, 0, set);
+    }
+}
+
 void collect_predicates(Query *query, Level *parent, ColumnSet *set)
 {
     check_stack_depth();
@@ -661,8 +717,12 @@ void collect_predicates(Query *query, Level *parent, ColumnSet *set)
     trace_expr(query->limitOffset, &level, set);
     trace_sort_group(query->groupClause, query->targetList, &level, set);
     trace_sort_group(query->sortClause, query->targetList, &level, set);
-    if (query->hasDistinctOn)
-        trace_sort_group(query->distinctClause, query->targetList, &level, set);
+    // DISTINCT (ON or not) compares the values it keeps apart, as GROUP BY does: how many rows
+    // come back tells whether they were equal.
+    trace_sort_group(query->distinctClause, query->targetList, &level, set);
+    // So do UNION, INTERSECT and EXCEPT (all but UNION ALL), over every column of every leaf.
+    if (query->setOperations != nullptr && set_operation_compares(query->setOperations))
+        trace_setop_leaves(query->setOperations, &level, set);
     ListCell *lc;
     foreach (lc, query->windowClause) {
         WindowClause *wc = lfirst_node(WindowClause, lc);
@@ -745,6 +805,7 @@ SourceColumn *named_columns(const ColumnSet *set)
         out[i].schema = schema ? schema : pstrdup("?");
         out[i].table = table ? table : pstrdup("?");
         out[i].column = column ? column : psprintf("#%d", set->cols[i].attnum);
+        out[i].computed = set->hows[i];
     }
     return out;
 }
@@ -850,6 +911,20 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
     } else {
         out->outputs = static_cast<OutputLineage *>(palloc0(sizeof(OutputLineage)));
     }
+
+    // What a write assigns: a value computed from a column (SET balance = balance * :x) can fail
+    // for some values and not others, which tells them apart as a filter would.
+    ColumnSet assigned;
+    memset(&assigned, 0, sizeof(assigned));
+    if (top != nullptr && top->commandType != CMD_SELECT) {
+        Level level = {top, nullptr, false};
+        trace_assigned_values(&level, 0, true, &assigned);
+    }
+    SourceColumn *assigned_columns = named_columns(&assigned);
+    out->assignments = static_cast<SourceColumn *>(palloc0(sizeof(SourceColumn) * Max(assigned.n, 1)));
+    for (int i = 0; i < assigned.n; i++)
+        if (assigned_columns[i].computed != nullptr)
+            out->assignments[out->nassignments++] = assigned_columns[i];
 
     error_context_stack = callback.previous;
 }

@@ -19,6 +19,9 @@ struct SourceColumn {
     char *schema;
     char *table;
     char *column;
+    // In an output's lineage: NULL when the value reaches the output unchanged; else what computed
+    // with it on the way (value_use.hpp: "lower()", "operator +", ...).
+    const char *computed;
 };
 
 struct RelationRef {
@@ -48,11 +51,17 @@ struct QueryAnalysis {
     // the rewritten tree (views expanded) to base columns.
     int noutputs;
     OutputLineage *outputs;
-    // Base columns used in WHERE, JOIN conditions, GROUP BY, HAVING, ORDER BY, DISTINCT ON and
-    // window PARTITION BY / ORDER BY, at every level of the rewritten tree. Deduplicated.
+    // Base columns used in WHERE, JOIN conditions, GROUP BY, HAVING, ORDER BY, DISTINCT (ON or
+    // not), window PARTITION BY / ORDER BY, LIMIT / OFFSET, the arguments of functions in FROM, and
+    // every column of a UNION, INTERSECT or EXCEPT (not UNION ALL), at every level of the
+    // rewritten tree. Deduplicated.
     int npredicates;
     SourceColumn *predicates;
     char *predicate_unresolvable; // NULL, or why a predicate's columns cannot be known
+    // Base columns a write computes the values it assigns from (SET x = y * 2; ON CONFLICT, MERGE),
+    // each with what computed with it. Values assigned unchanged are not listed.
+    int nassignments;
+    SourceColumn *assignments;
     // Every relation in the rewritten tree, views and base tables: when any of them changes, this
     // analysis is stale.
     int ndepends;

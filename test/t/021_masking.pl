@@ -2,9 +2,13 @@
 # the values PostgreSQL itself gives the unmasked columns (read as superuser), with the HMAC-SHA-256
 # of the hash action computed here from the secret in querygate.mask_secret. The leaks people try:
 # expressions, casts, concatenation, aggregates, window functions, CASE, JSON builders, whole-row
-# references, SELECT *, set operations, subqueries, CTEs, views, functions in FROM. The actions:
-# hash (64 hex digits; equal inputs, equal hashes; the same on every call and every worker), mask,
-# null, drop; the strictest rule wins; a function whose rows cannot be traced is refused with
+# references, SELECT *, set operations, subqueries, CTEs, views, functions in FROM. Under a masking
+# policy a masked value comes back only unchanged: each case is either served masked (a column
+# passed through views, subqueries, CTEs, UNION ALL, count()) or refused (403 mask_expression for a
+# value computed with, mask_predicate for DISTINCT-like comparisons); under a policy that opts out
+# (mask_predicates => 'allow') a derived column is masked as a whole. The actions: hash (64 hex
+# digits; equal inputs, equal hashes; the same on every call and every worker), mask, null, drop;
+# the strictest rule wins; a function whose rows cannot be traced is refused with
 # mask_unresolvable; rule changes apply to the next call.
 use strict;
 use warnings;
@@ -67,7 +71,8 @@ sub expected
 	return \@rows;
 }
 
-# name => [sql, policy, spec...]
+# name => [sql, policy, spec...]: spec is what the opt-out policy (derived from policy) answers;
+# %strict below says what policy itself does with it.
 my @cases = (
 	[ plain => 'SELECT id, name, email, ssn, salary, age, city, dept, note FROM people ORDER BY id', 'masked',
 		id => 'int', name => 'text', email => 'mask', ssn => 'hash', salary => 'null', age => 'mask_nontext',
@@ -142,24 +147,47 @@ $qg->sql(q{
 my @names = ((map { $_->[0] } @cases),
 	qw(opaque_from opaque_star opaque_record opaque_in_subquery opaque_scalar transparent_function lateral_unnest hash_pid names));
 my %key;
-$key{$_} = policy_key($qg, $_, run_as => 'gov_reader', queries => \@names) for qw(masked hashed plain);
-$qg->sql(q{
-	SELECT querygate.mask('masked', 'people.ssn', 'hash');
-	SELECT querygate.mask('masked', 'people.email', 'mask');
-	SELECT querygate.mask('masked', 'people.city', 'mask');
-	SELECT querygate.mask('masked', 'people.age', 'mask');
-	SELECT querygate.mask('masked', 'people.salary', 'null');
-	SELECT querygate.mask('masked', 'people.note', 'drop');
+$key{$_} = policy_key($qg, $_, run_as => 'gov_reader', queries => \@names)
+  for qw(masked hashed plain derived derived_hashed);
+# derived and derived_hashed: the same rules, and the opt-out.
+$qg->sql(join('', map { my $p = $_; map { "SELECT querygate.mask('$p', $_);\n" }
+		q{'people.ssn', 'hash'}, q{'people.email', 'mask'}, q{'people.city', 'mask'},
+		q{'people.age', 'mask'}, q{'people.salary', 'null'}, q{'people.note', 'drop'} } qw(masked derived))
+	. q{
 	SELECT querygate.mask('hashed', 'public.people.ssn', 'hash');
+	SELECT querygate.mask('derived_hashed', 'public.people.ssn', 'hash');
+	SELECT querygate.set_policy('derived', mask_predicates => 'allow');
+	SELECT querygate.set_policy('derived_hashed', mask_predicates => 'allow');
 });
+my %derived = (masked => 'derived', hashed => 'derived_hashed');
+
+# What the default policy does with each case: served (the opt-out's rows), or refused with a code.
+my %strict = (
+	plain => 'served', star => 'served', table_star => 'served', whole_row_view => 'served',
+	whole_row_unmasked_part => 'served', union_one_side => 'served', view_of_view => 'served',
+	values_list => 'served', union_in_subquery => 'mask_predicate',
+	map { $_ => 'mask_expression' } qw(expressions casts concatenation aggregates aggregate_no_group
+	  rows_and_arrays windows case_exprs json_builders whole_row_dropped whole_row_hashed
+	  whole_row_subquery union_strictest subqueries ctes recursive_cte views),
+);
+is(scalar(keys %strict), scalar(@cases), 'every case says what the default policy does');
 
 # --- every case against rows computed independently
 for my $c (@cases)
 {
 	my ($name, $sql, $policy, @spec) = @$c;
 	my $want = expected($sql, @spec);
-	my $res = $qg->get("/q/$name", key => $key{$policy});
-	$qg->expect_rows($res, $want, "$name ($policy)");
+	my $res = $qg->get("/q/$name", key => $key{ $derived{$policy} });
+	$qg->expect_rows($res, $want, "$name ($derived{$policy}, opted out)");
+	$res = $qg->get("/q/$name", key => $key{$policy});
+	if (($strict{$name} // '') eq 'served')
+	{
+		$qg->expect_rows($res, $want, "$name ($policy)");
+	}
+	else
+	{
+		expect_refusal($qg, $res, 403, $strict{$name} // 'undeclared', "$name ($policy)", qr/masked column public\.people\./);
+	}
 }
 
 # The same queries under a policy without masks return the clear values (the masking above is
@@ -232,20 +260,20 @@ for my $s (@steps)
 	$qg->expect_rows($r, expected('SELECT id, name, dept FROM people ORDER BY id', id => 'int', name => 'text', dept => $kind),
 		"strictest rule: $name");
 }
-# Two rules on one derived column: the strictest of its sources.
-$res = $qg->get('/q/concatenation', key => $key{masked});
+# Two rules on one derived column (opted out): the strictest of its sources.
+$res = $qg->get('/q/concatenation', key => $key{derived});
 is($res->{json}[0]{b} // '', '1***@example.com', 'ssn || email: hash and mask sources, mask wins');
 
 # --- a rule change applies to the next call
-$qg->sql(q{SELECT querygate.unmask('masked', 'people.ssn')});
-$res = $qg->get('/q/views', key => $key{masked});
+$qg->sql(q{SELECT querygate.unmask('derived', 'people.ssn')});
+$res = $qg->get('/q/views', key => $key{derived});
 is($res->{json}[0]{social} // '', '123-45-6789', 'unmask: the next call sees the clear value (through a view)')
   or diag(QuerygateTest::describe($res));
-$qg->sql(q{SELECT querygate.mask('masked', 'people.ssn', 'hash')});
-$res = $qg->get('/q/views', key => $key{masked});
+$qg->sql(q{SELECT querygate.mask('derived', 'people.ssn', 'hash')});
+$res = $qg->get('/q/views', key => $key{derived});
 is($res->{json}[0]{social} // '', hmac_of($secret, '123-45-6789'), 'mask again: the next call is hashed');
-$qg->sql(q{BEGIN; SELECT querygate.unmask('masked', 'people.ssn'); ROLLBACK;});
-$res = $qg->get('/q/views', key => $key{masked});
+$qg->sql(q{BEGIN; SELECT querygate.unmask('derived', 'people.ssn'); ROLLBACK;});
+$res = $qg->get('/q/views', key => $key{derived});
 is($res->{json}[0]{social} // '', hmac_of($secret, '123-45-6789'), 'a rolled-back unmask changes nothing');
 
 # --- a function in FROM, or a record from an opaque function: refused under any mask rule
@@ -265,12 +293,13 @@ $qg->expect_error($res, 403, 'mask_unresolvable', 'a scalar user-defined functio
 unlike($res->{content} // '', qr/123-45-6789/, 'and its value is not in the answer');
 
 # The arguments of a function in FROM decide how many rows it makes (unnest of a masked array, of
-# string_to_array(ssn, ...)), so they count as predicates: refused unless the policy allows them,
-# and then the values still come back masked.
+# string_to_array(ssn, ...)), so they count as predicates, and its rows are computed from them:
+# refused unless the policy opts out, and then the values still come back masked.
 for my $q (qw(transparent_function lateral_unnest))
 {
 	$res = $qg->get("/q/$q", key => $key{masked});
-	$qg->expect_error($res, 403, 'mask_predicate', "$q: a masked column in a FROM function's arguments");
+	expect_refusal($qg, $res, 403, 'mask_expression', "$q: a masked column in a FROM function's arguments",
+		qr/public\.people\.ssn \(unnest\(\)\)/);
 }
 $qg->sql(q{SELECT querygate.set_policy('masked', mask_predicates => 'allow')});
 $qg->expect_rows($qg->get('/q/transparent_function', key => $key{masked}),
@@ -316,10 +345,10 @@ $qg->sql(q{ALTER TABLE people ADD COLUMN pin text DEFAULT '4242'; SELECT queryga
 $res = $qg->get('/q/star', key => $key{masked});
 is_deeply([ map { $_->{pin} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] } ], [ (hmac_of($secret, '4242')) x 3 ],
 	'a column added after the plan was made: SELECT * returns it hashed') or diag(QuerygateTest::describe($res));
-$res = $qg->get('/q/views', key => $key{masked});
+$res = $qg->get('/q/views', key => $key{derived});
 is($res->{json}[0]{contact} // '', 'a***@example.com', 'the view before it is redefined');
 $qg->sql(q{CREATE OR REPLACE VIEW people_v AS SELECT id, ssn AS social, salary::text AS contact, salary * 12 AS yearly FROM people});
-$res = $qg->get('/q/views', key => $key{masked});
+$res = $qg->get('/q/views', key => $key{derived});
 is_deeply([ map { $_->{contact} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] } ], [ undef, undef, undef ],
 	'the view redefined (contact now from salary): the next call nulls it') or diag(QuerygateTest::describe($res));
 

@@ -155,10 +155,17 @@ $res = $qg->get('/q/deposit_returning?aid=5&delta=25', key => $full);
 $qg->expect_rows($res, [ { aid => 5, abalance => 25 } ], 'UPDATE ... RETURNING without masks');
 $qg->sql(q{SELECT querygate.mask('full', '*.abalance', 'hash')});
 my $secret = mask_secret($qg);
-$res = $qg->get('/q/deposit_returning?aid=5&delta=25', key => $full);
-$qg->expect_rows($res, [ { aid => 5, abalance => hmac_of($secret, '50') } ], 'RETURNING with *.abalance hashed');
-is(balance(5), '50', 'the masked write was made');
+# A masked value comes back only unchanged: abalance + :delta is computed from it (and an
+# overflow would answer differently for some balances), so the write is refused and makes nothing.
+refused('/q/deposit_returning?aid=5&delta=25', $full, 403, 'mask_expression', 'RETURNING abalance + delta with *.abalance hashed');
+refused('/q/deposit?aid=5&delta=25', $full, 403, 'mask_expression', 'SET abalance = abalance + delta with *.abalance hashed, no RETURNING');
+refused('/q/deposit_in_cte?aid=5&delta=1', $full, 403, 'mask_expression', 'an UPDATE CTE\'s RETURNING, selected');
 refused('/q/reset_rich?min=10', $full, 403, 'mask_predicate', 'an UPDATE filtering on a hashed column');
+# The policy's opt-out: computed values come back masked as a whole.
+$qg->sql(q{SELECT querygate.set_policy('full', mask_predicates => 'allow')});
+$res = $qg->get('/q/deposit_returning?aid=5&delta=25', key => $full);
+$qg->expect_rows($res, [ { aid => 5, abalance => hmac_of($secret, '50') } ], 'opted out: RETURNING with *.abalance hashed');
+is(balance(5), '50', 'the masked write was made');
 $res = $qg->get('/q/deposit_in_cte?aid=5&delta=1', key => $full);
 $qg->expect_rows($res, [ { aid => 5, abalance => hmac_of($secret, '51') } ], 'an UPDATE CTE\'s RETURNING, selected: hashed');
 is(balance(5), '51', 'the write in the CTE was made');
@@ -168,7 +175,8 @@ $qg->expect_rows($res, [ { aid => 5 } ], 'RETURNING with abalance dropped');
 is(balance(5), '52', 'the write with a dropped RETURNING column was made');
 $res = $qg->get('/q/insert_in_cte?aid=12', key => $full);
 $qg->expect_rows($res, [ { aid => 12 } ], 'an INSERT CTE returning an unmasked column');
-$qg->sql(q{SELECT querygate.unmask('full', 'pgbench_accounts.abalance'); SELECT querygate.unmask('full', '*.abalance');});
+$qg->sql(q{SELECT querygate.unmask('full', 'pgbench_accounts.abalance'); SELECT querygate.unmask('full', '*.abalance');
+           SELECT querygate.set_policy('full', mask_predicates => 'refuse');});
 
 # --- grant_writes NULL or empty: read-only again
 $qg->sql(q{SELECT querygate.grant_writes('writer', NULL)});
