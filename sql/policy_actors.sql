@@ -179,7 +179,9 @@ SELECT is(pg_temp.as_role('pa_member', $$SELECT querygate.set_policy('later', al
 SELECT lives_ok($$SELECT querygate.grant_query('later', 'q')$$, 'and then the grant is taken');
 ALTER ROLE pa_later NOSUPERUSER;
 
--- 6. Code a query runs as the policy's role comes from roles that could act as it.
+-- 6. Code a query runs as the policy's role comes from roles that could act as it. (p stops
+-- masking, so that a function's untraceable result is not refused for that reason instead.)
+DO $$ BEGIN PERFORM querygate.unmask('p', 'pa_t.secret'); END $$;
 SELECT lives_ok($$SELECT querygate.save_query('trojan', 'SELECT pa_schema.leak() AS who')$$,
                 'a superuser saves a query that calls pa_admin''s function');
 SELECT throws_ok($$SELECT querygate.grant_query('p', 'trojan')$$, '42501',

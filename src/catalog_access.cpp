@@ -6,6 +6,7 @@ extern "C" {
 #include "executor/spi.h"
 #include "utils/acl.h"
 #include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 }
@@ -105,6 +106,59 @@ Oid catalog_require_policy_actor(const CatalogSession *session, const char *poli
         DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
     require_actor(session, policy, run_as);
     return run_as;
+}
+
+void catalog_read_policy_rows(const char *policy, MemoryContext into, PolicyRows *rows)
+{
+    const char *args[1] = {policy};
+    memset(rows, 0, sizeof(*rows));
+    if (catalog_exec_texts("SELECT allowed_tables, write_ops, mask_predicates "
+                           "FROM querygate.policy WHERE name = $1",
+                           1, args) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("policy \"%s\" does not exist", policy)));
+    HeapTuple tuple = SPI_tuptable->vals[0];
+    TupleDesc desc = SPI_tuptable->tupdesc;
+    MemoryContext spi = MemoryContextSwitchTo(into);
+    bool isnull;
+    Datum allowed = SPI_getbinval(tuple, desc, 1, &isnull);
+    rows->has_allowed_tables = !isnull;
+    if (!isnull) {
+        Datum *items;
+        deconstruct_array(DatumGetArrayTypeP(allowed), REGCLASSOID, sizeof(Oid), true, TYPALIGN_INT,
+                          &items, nullptr, &rows->nallowed);
+        rows->allowed = static_cast<Oid *>(palloc(sizeof(Oid) * Max(rows->nallowed, 1)));
+        for (int i = 0; i < rows->nallowed; i++)
+            rows->allowed[i] = DatumGetObjectId(items[i]);
+    }
+    Datum ops = SPI_getbinval(tuple, desc, 2, &isnull);
+    if (!isnull) {
+        Datum *items;
+        bool *nulls;
+        int n;
+        deconstruct_array(DatumGetArrayTypeP(ops), TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls,
+                          &n);
+        for (int i = 0; i < n; i++)
+            if (!nulls[i])
+                rows->write_ops |= write_op_from_name(TextDatumGetCString(items[i]));
+    }
+    char *mask_predicates = SPI_getvalue(tuple, desc, 3);
+    rows->mask_predicates_allowed =
+        mask_predicates != nullptr && std::strcmp(mask_predicates, "allow") == 0;
+    MemoryContextSwitchTo(spi);
+
+    uint64 nrules = catalog_exec_texts("SELECT pattern, action FROM querygate.mask_rule "
+                                       "WHERE policy = $1 ORDER BY pattern",
+                                       1, args);
+    MemoryContextSwitchTo(into);
+    rows->nrules = static_cast<int>(nrules);
+    rows->patterns = static_cast<char **>(palloc0(sizeof(char *) * Max(rows->nrules, 1)));
+    rows->actions = static_cast<char **>(palloc0(sizeof(char *) * Max(rows->nrules, 1)));
+    for (int i = 0; i < rows->nrules; i++) {
+        rows->patterns[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+        rows->actions[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+    }
+    MemoryContextSwitchTo(spi);
 }
 
 void catalog_granted_policies(const char *query, GrantedPolicies *out)

@@ -10,6 +10,8 @@
 
 #include "pg_headers.hpp"
 
+#include "policy_decision.hpp"
+
 struct CatalogSession {
     Oid saved_userid;
     int saved_sec_context;
@@ -39,6 +41,10 @@ void catalog_require_query(const char *query);
 // unless the policy exists, 42501 unless the caller may act as its role. Returns the role.
 // Inside a catalog session.
 Oid catalog_require_policy_actor(const CatalogSession *session, const char *policy);
+
+// The policy's allow-list, writes, mask_predicates and mask rules, copied into `into` (which
+// outlives the session). ERROR 42704 unless the policy exists. Inside a catalog session.
+void catalog_read_policy_rows(const char *policy, MemoryContext into, PolicyRows *rows);
 
 // The policies a saved query is granted to, by name, with their roles. Inside a catalog session;
 // the arrays live in the session's SPI memory.

@@ -34,14 +34,7 @@ namespace {
 // The policy and saved query, read from the catalog (plain palloc'd data).
 struct ExplainInputs {
     Oid run_as;
-    bool has_allowed_tables;
-    int nallowed;
-    Oid *allowed;
-    int write_ops;
-    bool mask_predicates_allowed;
-    int nrules;
-    char **patterns;
-    char **actions;
+    PolicyRows rules;
     bool granted;
     char *prepared_sql;
     int nparams;
@@ -50,13 +43,6 @@ struct ExplainInputs {
     Oid saved_by;
 };
 
-// The decision as plain data.
-struct PlainDecision {
-    bool failed; // the decision itself failed (message in message)
-    char code[64];
-    char message[1024];
-    masking::Action *actions; // one per output, allocated by the caller
-};
 
 char *required_text(FunctionCallInfo fcinfo, int n, const char *what)
 {
@@ -90,9 +76,8 @@ void read_inputs(const char *policy, const char *query, MemoryContext into, Expl
     const char *both_args[2] = {policy, query};
     bool isnull;
 
-    if (catalog_exec_texts("SELECT run_as, allowed_tables, write_ops, mask_predicates "
-                           "FROM querygate.policy WHERE name = $1",
-                           1, policy_arg) == 0)
+    if (catalog_exec_texts("SELECT run_as FROM querygate.policy WHERE name = $1", 1, policy_arg) ==
+        0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("policy \"%s\" does not exist", policy)));
     MemoryContext spi = MemoryContextSwitchTo(into);
@@ -100,25 +85,9 @@ void read_inputs(const char *policy, const char *query, MemoryContext into, Expl
         HeapTuple tuple = SPI_tuptable->vals[0];
         TupleDesc desc = SPI_tuptable->tupdesc;
         in->run_as = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &isnull));
-        Datum allowed = SPI_getbinval(tuple, desc, 2, &isnull);
-        in->has_allowed_tables = !isnull;
-        in->allowed = isnull ? nullptr : oid_array(allowed, REGCLASSOID, &in->nallowed);
-        Datum ops = SPI_getbinval(tuple, desc, 3, &isnull);
-        if (!isnull) {
-            Datum *items;
-            bool *nulls;
-            int n;
-            deconstruct_array(DatumGetArrayTypeP(ops), TEXTOID, -1, false, TYPALIGN_INT, &items,
-                              &nulls, &n);
-            for (int i = 0; i < n; i++)
-                if (!nulls[i])
-                    in->write_ops |= write_op_from_name(TextDatumGetCString(items[i]));
-        }
-        char *mask_predicates = SPI_getvalue(tuple, desc, 4);
-        in->mask_predicates_allowed =
-            mask_predicates != nullptr && std::strcmp(mask_predicates, "allow") == 0;
     }
     MemoryContextSwitchTo(spi);
+    catalog_read_policy_rows(policy, into, &in->rules);
 
     if (catalog_exec_texts("SELECT prepared_sql, param_types, search_path, saved_by "
                            "FROM querygate.saved_query WHERE name = $1",
@@ -140,66 +109,9 @@ void read_inputs(const char *policy, const char *query, MemoryContext into, Expl
     }
     MemoryContextSwitchTo(spi);
 
-    uint64 nrules = catalog_exec_texts("SELECT pattern, action FROM querygate.mask_rule "
-                                       "WHERE policy = $1 ORDER BY pattern",
-                                       1, policy_arg);
-    MemoryContextSwitchTo(into);
-    in->nrules = static_cast<int>(nrules);
-    in->patterns = static_cast<char **>(palloc0(sizeof(char *) * Max(in->nrules, 1)));
-    in->actions = static_cast<char **>(palloc0(sizeof(char *) * Max(in->nrules, 1)));
-    for (int i = 0; i < in->nrules; i++) {
-        in->patterns[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-        in->actions[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-    }
-    MemoryContextSwitchTo(spi);
-
     in->granted = catalog_exec_texts("SELECT 1 FROM querygate.query_grant "
                                      "WHERE policy = $1 AND query = $2",
                                      2, both_args) > 0;
-}
-
-void copy_text(char *to, size_t size, const std::string &from)
-{
-    std::snprintf(to, size, "%s", from.c_str());
-}
-
-// The worker's decision, as plain data. No PostgreSQL call in here, and no exception out of it.
-void decide_plain(const QueryAnalysis *analysis, const ExplainInputs *in, PlainDecision *out) noexcept
-{
-    try {
-        PolicyRules rules;
-        rules.has_allowed_tables = in->has_allowed_tables;
-        rules.allowed_tables.assign(in->allowed, in->allowed + (in->allowed ? in->nallowed : 0));
-        rules.write_ops = in->write_ops;
-        rules.mask_predicates_allowed = in->mask_predicates_allowed;
-        for (int i = 0; i < in->nrules; i++) {
-            masking::Rule rule;
-            std::string error;
-            if (!in->patterns[i] || !in->actions[i] ||
-                !masking::parse_pattern(in->patterns[i], rule.pattern, error) ||
-                !masking::parse_action(in->actions[i], rule.action)) {
-                out->failed = true;
-                copy_text(out->message, sizeof(out->message),
-                          std::string("the policy holds an invalid mask rule \"") +
-                              (in->patterns[i] ? in->patterns[i] : "") + "\"");
-                return;
-            }
-            rules.masks.push_back(std::move(rule));
-        }
-        PolicyDecision decision = decide(*analysis, rules);
-        copy_text(out->code, sizeof(out->code), decision.refusal_code);
-        copy_text(out->message, sizeof(out->message), decision.refusal_message);
-        for (int i = 0; i < analysis->noutputs; i++)
-            out->actions[i] = i < static_cast<int>(decision.column_actions.size())
-                                  ? decision.column_actions[i]
-                                  : masking::Action::none;
-    } catch (const std::exception &e) {
-        out->failed = true;
-        copy_text(out->message, sizeof(out->message), e.what());
-    } catch (...) {
-        out->failed = true;
-        copy_text(out->message, sizeof(out->message), "the policy decision failed");
-    }
 }
 
 void append_json_string(StringInfo buf, const char *s)
@@ -252,7 +164,7 @@ Datum querygate_explain(PG_FUNCTION_ARGS)
     memset(&decision, 0, sizeof(decision));
     decision.actions = static_cast<masking::Action *>(
         palloc0(sizeof(masking::Action) * Max(analysis.noutputs, 1)));
-    decide_plain(&analysis, &in, &decision);
+    decide_plain(&analysis, &in.rules, &decision);
     if (decision.failed)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", decision.message)));
 

@@ -14,13 +14,11 @@ extern "C" {
 
 namespace {
 
-// The policy's and the query's columns a grant depends on, copied out of SPI's tuple.
+// The policy's and the query's columns a grant depends on, copied out of SPI's tuples.
 struct GrantInputs {
     Oid run_as;
     bool allow_superuser;
-    bool has_allowed_tables;
-    int nallowed;
-    Datum *allowed;
+    PolicyRows rules;
     char *sql;
     int nparams;
     Oid *param_types;
@@ -31,7 +29,7 @@ struct GrantInputs {
 void read_inputs(const char *policy, const char *query, GrantInputs *in)
 {
     const char *args[2] = {policy, query};
-    if (catalog_exec_texts("SELECT p.run_as, p.allow_superuser, p.allowed_tables, q.prepared_sql, "
+    if (catalog_exec_texts("SELECT p.run_as, p.allow_superuser, q.prepared_sql, "
                            "q.param_types, q.search_path, q.saved_by "
                            "FROM querygate.policy p, querygate.saved_query q "
                            "WHERE p.name = $1 AND q.name = $2",
@@ -43,21 +41,16 @@ void read_inputs(const char *policy, const char *query, GrantInputs *in)
     bool isnull;
     in->run_as = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &isnull));
     in->allow_superuser = DatumGetBool(SPI_getbinval(tuple, desc, 2, &isnull));
-    Datum allowed = SPI_getbinval(tuple, desc, 3, &isnull);
-    in->has_allowed_tables = !isnull;
-    in->nallowed = 0;
-    if (!isnull)
-        deconstruct_array(DatumGetArrayTypeP(allowed), REGCLASSOID, sizeof(Oid), true,
-                          TYPALIGN_INT, &in->allowed, nullptr, &in->nallowed);
-    in->sql = SPI_getvalue(tuple, desc, 4);
+    in->sql = SPI_getvalue(tuple, desc, 3);
     Datum *types;
-    deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)), REGTYPEOID,
+    deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)), REGTYPEOID,
                       sizeof(Oid), true, TYPALIGN_INT, &types, nullptr, &in->nparams);
     in->param_types = static_cast<Oid *>(palloc(sizeof(Oid) * Max(in->nparams, 1)));
     for (int i = 0; i < in->nparams; i++)
         in->param_types[i] = DatumGetObjectId(types[i]);
-    in->search_path = SPI_getvalue(tuple, desc, 6);
-    in->saved_by = DatumGetObjectId(SPI_getbinval(tuple, desc, 7, &isnull));
+    in->search_path = SPI_getvalue(tuple, desc, 5);
+    in->saved_by = DatumGetObjectId(SPI_getbinval(tuple, desc, 6, &isnull));
+    catalog_read_policy_rows(policy, CurrentMemoryContext, &in->rules);
 }
 
 } // namespace
@@ -102,12 +95,26 @@ void check_grant(const char *policy, const char *query)
                                 "owner), make the function SECURITY DEFINER, or save the query with "
                                 "a search_path of schemas only such roles can create in.",
                                 role, role)));
-    if (!in.has_allowed_tables)
+    // What the policy's masks would refuse at every call is refused now (mask_unresolvable,
+    // mask_expression, mask_predicate), with the same words a caller would get.
+    PlainDecision decision;
+    memset(&decision, 0, sizeof(decision));
+    decide_plain(&analysis, &in.rules, &decision);
+    if (decision.failed)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", decision.message)));
+    if (strncmp(decision.code, "mask_", 5) == 0)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("policy \"%s\" would refuse saved query \"%s\": %s", policy, query,
+                               decision.message),
+                        errdetail("Every call would be refused with %s.", decision.code),
+                        errhint("Return masked columns unchanged, or call querygate.set_policy(policy, "
+                                "mask_predicates => 'allow') if the policy trusts its queries.")));
+    if (!in.rules.has_allowed_tables)
         return;
     for (int r = 0; r < analysis.nrelations; r++) {
         bool ok = false;
-        for (int a = 0; a < in.nallowed && !ok; a++)
-            ok = DatumGetObjectId(in.allowed[a]) == analysis.relations[r].relid;
+        for (int a = 0; a < in.rules.nallowed && !ok; a++)
+            ok = in.rules.allowed[a] == analysis.relations[r].relid;
         if (!ok)
             ereport(ERROR,
                     (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -2,6 +2,7 @@
 // PostgreSQL call, only the analysis' plain data and the policy's rules.
 #include "policy_decision.hpp"
 
+#include <cstdio>
 #include <cstring>
 
 #include <algorithm>
@@ -190,4 +191,51 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
         }
     }
     return d;
+}
+
+namespace {
+
+void copy_text(char *to, size_t size, const std::string &from)
+{
+    std::snprintf(to, size, "%s", from.c_str());
+}
+
+} // namespace
+
+void decide_plain(const QueryAnalysis *analysis, const PolicyRows *rows, PlainDecision *out) noexcept
+{
+    try {
+        PolicyRules rules;
+        rules.has_allowed_tables = rows->has_allowed_tables;
+        rules.allowed_tables.assign(rows->allowed, rows->allowed + (rows->allowed ? rows->nallowed : 0));
+        rules.write_ops = rows->write_ops;
+        rules.mask_predicates_allowed = rows->mask_predicates_allowed;
+        for (int i = 0; i < rows->nrules; i++) {
+            masking::Rule rule;
+            std::string error;
+            if (!rows->patterns[i] || !rows->actions[i] ||
+                !masking::parse_pattern(rows->patterns[i], rule.pattern, error) ||
+                !masking::parse_action(rows->actions[i], rule.action)) {
+                out->failed = true;
+                copy_text(out->message, sizeof(out->message),
+                          std::string("the policy holds an invalid mask rule \"") +
+                              (rows->patterns[i] ? rows->patterns[i] : "") + "\"");
+                return;
+            }
+            rules.masks.push_back(std::move(rule));
+        }
+        PolicyDecision decision = decide(*analysis, rules);
+        copy_text(out->code, sizeof(out->code), decision.refusal_code);
+        copy_text(out->message, sizeof(out->message), decision.refusal_message);
+        for (int i = 0; out->actions != nullptr && i < analysis->noutputs; i++)
+            out->actions[i] = i < static_cast<int>(decision.column_actions.size())
+                                  ? decision.column_actions[i]
+                                  : masking::Action::none;
+    } catch (const std::exception &e) {
+        out->failed = true;
+        copy_text(out->message, sizeof(out->message), e.what());
+    } catch (...) {
+        out->failed = true;
+        copy_text(out->message, sizeof(out->message), "the policy decision failed");
+    }
 }

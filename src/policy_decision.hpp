@@ -42,3 +42,27 @@ int write_op_from_name(const char *op); // the bit for a name, 0 for anything el
 // masked columns in predicates (unless allowed); and the strictest matching mask action for each
 // output column, over all of its sources.
 PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules);
+
+// A policy's rules as the catalog holds them (mask rules as text), plain palloc'd data that the
+// administration functions read with SPI (catalog_read_policy_rows), and the decision made from
+// them as plain data: grant_query and explain decide exactly as a worker does.
+struct PolicyRows {
+    bool has_allowed_tables;
+    int nallowed;
+    Oid *allowed;
+    int write_ops;
+    bool mask_predicates_allowed;
+    int nrules;
+    char **patterns;
+    char **actions;
+};
+
+struct PlainDecision {
+    bool failed; // the decision itself failed (message in message)
+    char code[64];
+    char message[1024];
+    masking::Action *actions; // one per output, allocated by the caller (or nullptr)
+};
+
+// decide() over PolicyRows. No PostgreSQL call in it, and no exception out of it.
+void decide_plain(const QueryAnalysis *analysis, const PolicyRows *rows, PlainDecision *out) noexcept;

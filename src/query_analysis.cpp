@@ -605,6 +605,17 @@ bool trace_walker(Node *node, TraceContext *context)
                                     context->set);
         return false;
     }
+    // count(x) does not look at x's value: what is computed with the count is not computed
+    // with x (its lineage still leads to x, so the count is masked as x is).
+    if (IsA(node, Aggref) && passes_value_through(node) && context->set->computing) {
+        ColumnSet *set = context->set;
+        const char *was_how = set->how;
+        set->computing = false;
+        bool stop = expression_tree_walker(node, WALKER(trace_walker), context);
+        set->computing = true;
+        set->how = was_how;
+        return stop;
+    }
     // A value computed by a function that can read the database is not traced through its
     // arguments: get_ssn(id) may return a masked column that no Var here names.
     if (check_functions_in_node(node, can_read_database, nullptr))

@@ -1,0 +1,114 @@
+# Masked values cannot be inferred from an answer's shape or content. Each attack below learned
+# a masked value before (a status that flips, a row count, the time taken, a hash of a derived
+# value); under a masking policy each is now refused before anything runs (403 mask_expression, or
+# mask_predicate for what compares rows), whatever the parameters. Columns passed through
+# unchanged (the seed benchmark's governed lookup among them) are served, masked, as before; the
+# policy's opt-out (mask_predicates => 'allow') serves the derived values masked as a whole.
+use strict;
+use warnings;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use QuerygateTest;
+use GovernanceTest;
+
+my $qg = QuerygateTest->start(name => 'mask_inference');
+$qg->sql(q{
+	CREATE ROLE mi_reader NOLOGIN;
+	CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int, abalance int, filler char(84));
+	INSERT INTO pgbench_accounts SELECT g, 1, g * 100, '' FROM generate_series(1, 10) g;
+	CREATE TABLE pgbench_branches (bid int PRIMARY KEY, bbalance int);
+	CREATE TABLE people (id int PRIMARY KEY, ssn text, card text);
+	INSERT INTO people VALUES (1, '123-45-6789', '4111111111111111'), (2, '987-65-4321', '5500000000000004');
+	CREATE VIEW people_v AS SELECT id, ssn AS s FROM people;
+	GRANT SELECT ON pgbench_accounts, pgbench_branches, people, people_v TO mi_reader;
+});
+my %q = (
+	governed => 'SELECT aid, bid, abalance FROM pgbench_accounts WHERE aid = :aid',
+	divide => 'SELECT aid, 1000 / (abalance - :x) AS r FROM pgbench_accounts WHERE aid = :aid',
+	overflow => 'SELECT aid, abalance * :big AS r FROM pgbench_accounts WHERE aid = :aid',
+	regex_rows => 'SELECT id, regexp_matches(ssn, :re) AS m FROM people WHERE id = 1',
+	intersect => 'SELECT ssn FROM people INTERSECT SELECT :guess::text',
+	distinct => 'SELECT DISTINCT ssn FROM people',
+	sleep => 'SELECT aid, CASE WHEN abalance > :x THEN pg_sleep(0.5) END AS z FROM pgbench_accounts WHERE aid = :aid',
+	compare => 'SELECT aid, abalance > :x AS b FROM pgbench_accounts WHERE aid = :aid',
+	chosen_plaintext => 'SELECT id, substr(ssn, 1, 0) || :guess AS h FROM people WHERE id = 1',
+	walk => 'SELECT id, right(card, :n) AS r FROM people WHERE id = 1',
+	as_domain => 'SELECT id, \'@\' || ssn AS e FROM people WHERE id = 1',
+	plain => 'SELECT id, ssn, card FROM people ORDER BY id',
+	through_view => 'SELECT id, s FROM people_v ORDER BY id',
+	through_cte => 'WITH c AS (SELECT id, ssn FROM people) SELECT id, ssn FROM c ORDER BY id',
+	union_all => 'SELECT id, ssn FROM people WHERE id = 1 UNION ALL SELECT id, ssn FROM people WHERE id = 2',
+	counted => 'SELECT count(ssn)::int AS n FROM people',
+);
+$qg->sql(join('', map { 'SELECT querygate.save_query(' . sql_quote($_) . ', ' . sql_quote($q{$_}) . ");\n" } sort keys %q));
+my @all = sort keys %q;
+# Granted before the masks are set: what is tested here is the workers' refusal.
+my $key = policy_key($qg, 'governed', run_as => 'mi_reader', queries => \@all,
+	setup => q{SELECT querygate.allow_tables('governed', ARRAY['pgbench_accounts', 'pgbench_branches', 'people', 'people_v']::regclass[]);
+	           SELECT querygate.mask('governed', '*.abalance', 'hash');
+	           SELECT querygate.mask('governed', 'people.ssn', 'hash');
+	           SELECT querygate.mask('governed', 'people.card', 'mask');});
+my $open = policy_key($qg, 'open', run_as => 'mi_reader', queries => \@all);
+my $secret = mask_secret($qg);
+sub call { my ($k, $name, %p) = @_; return $qg->get("/q/$name" . query_string(%p), key => $k); }
+
+# What each attack learns without masks, so the refusals below are the masks' doing.
+is(call($open, 'divide', aid => 3, x => 300)->{status}, 500, 'without masks: 1000 / (abalance - 300) fails for abalance 300');
+is(call($open, 'divide', aid => 3, x => 299)->{status}, 200, 'and answers for any other guess');
+
+# --- every attack, several parameters each: refused, with one answer that does not depend on them
+my @attacks = (
+	[ divide => 'mask_expression', [ aid => 3, x => 300 ], [ aid => 3, x => 299 ] ],
+	[ overflow => 'mask_expression', [ aid => 3, big => 2147483647 ], [ aid => 3, big => 1 ] ],
+	[ regex_rows => 'mask_expression', [ re => '^123' ], [ re => '^999' ] ],
+	[ intersect => 'mask_predicate', [ guess => '123-45-6789' ], [ guess => 'nope' ] ],
+	[ distinct => 'mask_predicate' ],
+	[ sleep => 'mask_expression', [ aid => 3, x => 0 ], [ aid => 3, x => 1000 ] ],
+	[ compare => 'mask_expression', [ aid => 3, x => 299 ], [ aid => 3, x => 301 ] ],
+	[ chosen_plaintext => 'mask_expression', [ guess => '123-45-6789' ], [ guess => 'x' ] ],
+	[ walk => 'mask_expression', [ n => 1 ], [ n => 16 ] ],
+	[ as_domain => 'mask_expression' ],
+);
+for my $a (@attacks)
+{
+	my ($name, $code, @variants) = @$a;
+	@variants = ([]) unless @variants;
+	my %bodies;
+	for my $v (@variants)
+	{
+		my $t0 = time();
+		my $res = call($key, $name, @$v);
+		my $took = time() - $t0;
+		expect_refusal($qg, $res, 403, $code, "$name (@$v)", qr/masked column/);
+		ok($took < 0.4, "$name (@$v): refused before anything ran (${took}s)");
+		$bodies{ body_without_request_id($res) }++;
+	}
+	is(scalar(keys %bodies), 1, "$name: the same refusal whatever the parameters");
+}
+
+# --- passed through unchanged: served and masked
+my $h1 = hmac_of($secret, '123-45-6789');
+my $h2 = hmac_of($secret, '987-65-4321');
+$qg->expect_rows(call($key, 'governed', aid => 3), [ { aid => 3, bid => 1, abalance => hmac_of($secret, '300') } ],
+	'the seed benchmark\'s governed lookup: served, abalance hashed');
+$qg->expect_rows(call($key, 'plain'), [ { id => 1, ssn => $h1, card => '4***' }, { id => 2, ssn => $h2, card => '5***' } ],
+	'plain columns: hashed and masked');
+$qg->expect_rows(call($key, 'through_view'), [ { id => 1, s => $h1 }, { id => 2, s => $h2 } ], 'through a view');
+$qg->expect_rows(call($key, 'through_cte'), [ { id => 1, ssn => $h1 }, { id => 2, ssn => $h2 } ], 'through a CTE');
+$qg->expect_rows(call($key, 'union_all'), [ { id => 1, ssn => $h1 }, { id => 2, ssn => $h2 } ], 'through UNION ALL');
+$qg->expect_rows(call($key, 'counted'), [ { n => hmac_of($secret, '2') } ], 'count(ssn): served, masked as its source is');
+
+# --- grant_query refuses what every call would refuse
+like(sql_error($qg, q{SELECT querygate.grant_query('governed', 'compare')}),
+	qr/^42501 policy "governed" would refuse saved query "compare": the query computes with the masked column public\.pgbench_accounts\.abalance \(operator >\)/,
+	'grant_query of an attack: 42501, naming the column and the use');
+
+# --- the opt-out: derived values come back masked as a whole
+$qg->sql(q{SELECT querygate.set_policy('governed', mask_predicates => 'allow')});
+$qg->expect_rows(call($key, 'compare', aid => 3, x => 299), [ { aid => 3, b => hmac_of($secret, 't') } ],
+	'opted out: abalance > :x is served, hashed (and the hash is one of two values: why the default refuses)');
+$qg->sql(q{SELECT querygate.set_policy('governed', mask_predicates => 'refuse')});
+$qg->expect_error(call($key, 'compare', aid => 3, x => 299), 403, 'mask_expression', 'and refused again');
+
+done_testing();
