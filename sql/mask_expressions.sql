@@ -11,11 +11,21 @@
 BEGIN;
 CREATE EXTENSION querygate;
 CREATE ROLE me_reader NOLOGIN;
-CREATE TABLE me_people (id int PRIMARY KEY, name text, ssn text, card text, balance int, doc jsonb);
+CREATE TABLE me_people (id int PRIMARY KEY, name text, ssn text UNIQUE, card text, balance int, doc jsonb);
+CREATE TABLE me_orders (id serial PRIMARY KEY, ssn_ref text REFERENCES me_people (ssn));
+CREATE TABLE me_notes (id int PRIMARY KEY, body text, n int);
+CREATE TABLE me_vault (s text);
 CREATE TABLE me_other (id int PRIMARY KEY, ssn text);
+CREATE TABLE me_small (v int2);
+CREATE TABLE me_short (s varchar(3));
+CREATE TABLE me_copy (s text);
 CREATE VIEW me_computed AS SELECT id, lower(ssn) AS l, name FROM me_people;
 CREATE VIEW me_plain AS SELECT id, ssn AS s, name FROM me_people;
 GRANT SELECT ON me_people, me_other, me_computed, me_plain TO me_reader;
+GRANT INSERT ON me_small, me_short, me_copy, me_orders, me_vault, me_people TO me_reader;
+GRANT UPDATE, SELECT ON me_notes TO me_reader;
+GRANT UPDATE ON me_people TO me_reader;
+GRANT USAGE ON SEQUENCE me_orders_id_seq TO me_reader;
 DO $$
 BEGIN
     PERFORM querygate.create_policy('p', 'me_reader');
@@ -23,6 +33,8 @@ BEGIN
     PERFORM querygate.mask('p', 'me_people.card', 'mask');
     PERFORM querygate.mask('p', 'me_people.balance', 'hash');
     PERFORM querygate.mask('p', 'me_other.ssn', 'hash');
+    PERFORM querygate.mask('p', 'me_vault.s', 'hash');
+    PERFORM querygate.grant_writes('p', '{insert,update}');
 END $$;
 
 -- The code explain gives the query under p (NULL: served).
@@ -32,9 +44,10 @@ BEGIN
     RETURN querygate.explain('p', 'q')->'refused'->>'code';
 END $$;
 
-SELECT plan(59);
+SELECT plan(76);
 
--- 1. Errors as an oracle: an expression that fails for some values and not others.
+-- 1. Errors as an oracle: an expression that fails for some values and not others (an assignment
+-- cast into a narrower column is one too).
 SELECT is(pg_temp.refusal(q), 'mask_expression', 'error oracle: ' || q)
   FROM unnest(ARRAY[
     'SELECT id, 1000 / (balance - :x) AS r FROM me_people',
@@ -42,7 +55,9 @@ SELECT is(pg_temp.refusal(q), 'mask_expression', 'error oracle: ' || q)
     'SELECT id, ssn::int AS r FROM me_people',
     'SELECT id, sqrt(balance - :x) AS r FROM me_people',
     'SELECT id, to_date(ssn, ''YYYY-MM-DD'') AS r FROM me_people',
-    'SELECT id, (doc ->> ''k'')::int + balance AS r FROM me_people']) AS q;
+    'SELECT id, (doc ->> ''k'')::int + balance AS r FROM me_people',
+    'INSERT INTO me_small (v) SELECT balance FROM me_people',
+    'INSERT INTO me_short (s) SELECT ssn FROM me_people']) AS q;
 
 -- 2. Row counts: set-returning functions fed by a masked value, and what compares rows.
 SELECT is(pg_temp.refusal(q), 'mask_expression', 'row count: ' || q)
@@ -109,8 +124,30 @@ SELECT is(pg_temp.refusal(q), NULL, 'served: ' || q)
     'SELECT id, (SELECT o.ssn FROM me_other o WHERE o.id = p.id) AS s FROM me_people p',
     'SELECT id, ssn::text AS s FROM me_people',
     'SELECT p.id, o.ssn FROM me_people p JOIN me_other o USING (id)',
-    'SELECT id, p.ssn FROM me_people p FULL JOIN me_other o USING (id)']) AS q;
-SELECT is(querygate.explain('p', 'q')->'columns'->1->>'mask', 'hash', 'the last served query: ssn is hashed');
+    'SELECT id, p.ssn FROM me_people p FULL JOIN me_other o USING (id)',
+    'INSERT INTO me_vault (s) SELECT ssn FROM me_people',
+    'SELECT s.id FROM (SELECT id, lower(ssn) AS l FROM me_people) s']) AS q;
+SELECT is(pg_temp.refusal('SELECT id, ssn FROM me_people'), NULL, 'a plain column');
+SELECT is(querygate.explain('p', 'q')->'columns'->1->>'mask', 'hash', 'served, and ssn is hashed');
+
+-- 5b. Computations no output shows that run anyway, writes at any level, multiple-column
+-- assignments, copies into a column masked less, and what constraints compare.
+SELECT is(pg_temp.refusal(q), 'mask_expression', 'unseen or written: ' || q)
+  FROM unnest(ARRAY[
+    'SELECT count(*) AS n FROM (SELECT regexp_matches(ssn, :re) FROM me_people WHERE id = :id) s',
+    'SELECT s.id FROM (SELECT id, CASE WHEN ssn LIKE :pat THEN pg_sleep(1) END AS z FROM me_people) s',
+    'WITH c AS MATERIALIZED (SELECT id, 1 / (length(ssn) - :n) AS x FROM me_people) SELECT id FROM c',
+    'SELECT EXISTS (SELECT 1 FROM (SELECT regexp_matches(ssn, :re) FROM me_people) s) AS e',
+    'WITH w AS (UPDATE me_people SET balance = balance * :f WHERE id = :id RETURNING id) SELECT id FROM w',
+    'UPDATE me_notes SET (body, n) = (SELECT lower(ssn), 1 FROM me_people WHERE id = :pid) WHERE id = :nid',
+    'UPDATE me_notes SET (body, n) = (SELECT ssn, 1 FROM me_people WHERE id = :pid) WHERE id = :nid RETURNING body',
+    'INSERT INTO me_copy (s) SELECT ssn FROM me_people',
+    'WITH w AS (INSERT INTO me_copy (s) SELECT ssn FROM me_people RETURNING 1) SELECT count(*) AS n FROM w']) AS q;
+SELECT is(pg_temp.refusal(q), 'mask_predicate', 'a constraint compares it: ' || q)
+  FROM unnest(ARRAY[
+    'INSERT INTO me_people (id, ssn) VALUES (:id, :guess) ON CONFLICT (ssn) DO NOTHING RETURNING id',
+    'UPDATE me_people SET ssn = :guess WHERE id = :id',
+    'INSERT INTO me_orders (ssn_ref) VALUES (:guess) RETURNING id']) AS q;
 
 -- explain says what computed with what.
 SELECT is(pg_temp.refusal('SELECT id, lower(ssn) AS l FROM me_people'), 'mask_expression', 'lower(ssn)');

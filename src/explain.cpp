@@ -219,20 +219,30 @@ Datum querygate_explain(PG_FUNCTION_ARGS)
             appendStringInfoString(&buf, ", ");
         append_column_name(&buf, &analysis.predicates[i]);
     }
-    // Where a value is computed with on its way to an output or an assignment: under a masking
-    // policy, a masked one is refused (mask_expression).
+    // Where a value is computed with: on its way to an output (the output's name), to a written
+    // column (its name), or where no output shows it (null). Under a masking policy a masked one
+    // is refused (mask_expression).
     appendStringInfoString(&buf, "], \"computed\": [");
     bool first_computed = true;
-    for (int i = 0; i <= analysis.noutputs; i++) {
-        const bool assigned = i == analysis.noutputs;
-        const int n = assigned ? analysis.nassignments : analysis.outputs[i].nsources;
-        const SourceColumn *sources = assigned ? analysis.assignments : analysis.outputs[i].sources;
+    const int nlists = analysis.noutputs + analysis.nwrites + 1;
+    for (int i = 0; i < nlists; i++) {
+        const bool output = i < analysis.noutputs;
+        const bool write = !output && i < nlists - 1;
+        const WriteLineage *w = write ? &analysis.writes[i - analysis.noutputs] : nullptr;
+        const int n = output ? analysis.outputs[i].nsources : write ? w->nsources : analysis.nunselected;
+        const SourceColumn *sources =
+            output ? analysis.outputs[i].sources : write ? w->sources : analysis.unselected;
         for (int s = 0; s < n; s++) {
             if (sources[s].computed == nullptr)
                 continue;
             appendStringInfoString(&buf, first_computed ? "{\"column\": " : ", {\"column\": ");
             first_computed = false;
-            append_json_string(&buf, assigned ? nullptr : analysis.outputs[i].name);
+            if (output)
+                escape_json(&buf, analysis.outputs[i].name);
+            else if (write)
+                append_column_name(&buf, &w->target);
+            else
+                appendStringInfoString(&buf, "null");
             appendStringInfoString(&buf, ", \"source\": ");
             append_column_name(&buf, &sources[s]);
             appendStringInfoString(&buf, ", \"by\": ");

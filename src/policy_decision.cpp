@@ -166,26 +166,49 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
                 if (refuse_computed(d, rules, out.sources[s]))
                     return d;
         }
-        for (int i = 0; i < analysis.nassignments; i++)
-            if (refuse_computed(d, rules, analysis.assignments[i]))
+        for (int i = 0; i < analysis.nunselected; i++)
+            if (refuse_computed(d, rules, analysis.unselected[i]))
                 return d;
+        for (int i = 0; i < analysis.nwrites; i++) {
+            const WriteLineage &w = analysis.writes[i];
+            const masking::Action target = action_of(rules.masks, w.target);
+            for (int s = 0; s < w.nsources; s++) {
+                if (refuse_computed(d, rules, w.sources[s]))
+                    return d;
+                // A masked value written where the policy masks less would be read back clear.
+                if (action_of(rules.masks, w.sources[s]) > target) {
+                    refuse(d, "mask_expression",
+                           "the query copies the masked column " + column_text(w.sources[s]) +
+                               " into " + column_text(w.target) + ", which the policy masks less");
+                    return d;
+                }
+            }
+            if (w.unresolvable != nullptr) {
+                refuse(d, "mask_unresolvable",
+                       std::string("the sources of a value written to ") + column_text(w.target) +
+                           " cannot be known (" + w.unresolvable + "), and the policy masks columns");
+                return d;
+            }
+        }
     }
 
-    // 6. A masked column in a filter, join, grouping or sort lets the caller learn it.
+    // 6. A masked column compared (a filter, join, grouping, sort, DISTINCT, set operation,
+    // conflict target) lets the caller learn it.
     if (!rules.mask_predicates_allowed) {
         for (int i = 0; i < analysis.npredicates; i++) {
             const SourceColumn &c = analysis.predicates[i];
             if (action_of(rules.masks, c) != masking::Action::none) {
                 refuse(d, "mask_predicate",
-                       "the query filters, joins, groups or sorts on the masked column " +
+                       "the query filters, joins, groups, sorts or compares rows on the masked "
+                       "column " +
                            column_text(c));
                 return d;
             }
         }
         if (analysis.predicate_unresolvable != nullptr) {
             refuse(d, "mask_predicate",
-                   std::string("the query filters, joins, groups or sorts on a column whose "
-                               "sources cannot be known (") +
+                   std::string("the query filters, joins, groups, sorts or compares rows on a "
+                               "column whose sources cannot be known (") +
                        analysis.predicate_unresolvable + "), and the policy masks columns");
             return d;
         }

@@ -25,9 +25,12 @@
 #include "value_use.hpp"
 
 extern "C" {
+#include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/sysattr.h"
 #include "access/transam.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_statistic.h"
 #include "catalog/pg_statistic_ext_data.h"
@@ -35,13 +38,17 @@ extern "C" {
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
+#include "nodes/readfuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
 }
 
 #include <cstring>
@@ -200,6 +207,7 @@ void mark_unresolvable(ColumnSet *set, const char *reason)
 }
 
 void trace_expr(Node *expr, Level *level, ColumnSet *set);
+SourceColumn *named_columns(const ColumnSet *set);
 void trace_query_column(Query *query, AttrNumber attno, Level *parent, bool returning,
                         ColumnSet *set);
 void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *set);
@@ -576,10 +584,42 @@ struct TraceContext {
     ColumnSet *set;
 };
 
+// UPDATE ... SET (a, b) = (SELECT x, y ...) assigns each column a PARAM_MULTIEXPR Param, whose id
+// names the sublink (high 16 bits) and its output column (low 16): the sublink itself sits in a
+// junk entry of the target list (or of ON CONFLICT DO UPDATE's).
+void trace_multiexpr(Level *level, const Param *param, ColumnSet *set)
+{
+    const int sublink_id = param->paramid >> 16;
+    const AttrNumber column = static_cast<AttrNumber>(param->paramid & 0xFFFF);
+    Query *query = level->query;
+    List *lists[] = {query->targetList,
+                     query->onConflict ? query->onConflict->onConflictSet : NIL};
+    for (List *list : lists) {
+        ListCell *lc;
+        foreach (lc, list) {
+            Node *expr = reinterpret_cast<Node *>(lfirst_node(TargetEntry, lc)->expr);
+            if (expr == nullptr || !IsA(expr, SubLink))
+                continue;
+            SubLink *sublink = reinterpret_cast<SubLink *>(expr);
+            if (sublink->subLinkType == MULTIEXPR_SUBLINK && sublink->subLinkId == sublink_id &&
+                sublink->subselect != nullptr && IsA(sublink->subselect, Query)) {
+                trace_query_column(reinterpret_cast<Query *>(sublink->subselect), column, level,
+                                   false, set);
+                return;
+            }
+        }
+    }
+    mark_unresolvable(set, "a multiple-column assignment the analysis cannot follow");
+}
+
 bool trace_walker(Node *node, TraceContext *context)
 {
     if (node == nullptr)
         return false;
+    if (IsA(node, Param) && reinterpret_cast<Param *>(node)->paramkind == PARAM_MULTIEXPR) {
+        trace_multiexpr(context->level, reinterpret_cast<Param *>(node), context->set);
+        return false;
+    }
     if (IsA(node, Var)) {
         Var *var = reinterpret_cast<Var *>(node);
         Level *level = context->level;
@@ -642,16 +682,32 @@ void trace_expr(Node *expr, Level *level, ColumnSet *set)
     set->how = was_how;
 }
 
-// ------------------------------------------------------------------ predicates
+// ------------------------------------------------------------------ uses
 
-// The columns of WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, DISTINCT ON, window PARTITION BY /
-// ORDER BY and LIMIT / OFFSET of one query, then of every query below it (subqueries in FROM, CTEs, sublinks).
+// What a statement does with columns besides returning them, gathered over every query level:
+// - predicates: the columns it compares (WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, DISTINCT (ON
+//   or not), set operations but UNION ALL, window PARTITION BY / ORDER BY, LIMIT / OFFSET, the
+//   arguments of functions in FROM, ON CONFLICT targets, MERGE conditions), and the columns a
+//   constraint compares when a write assigns a value (add_constraint_comparisons);
+// - unselected: columns computed with in expressions that run although no output shows them: every
+//   output of a CTE (computed whole), and set-returning or volatile expressions in the outputs of
+//   subqueries (the planner keeps those even when nothing above uses them);
+// - writes: for each column a write assigns (at any level: data-modifying CTEs and rule actions
+//   too), the columns its value comes from.
 // Row-level security quals and WITH CHECK options are the database's own and are not walked.
-void collect_predicates(Query *query, Level *parent, ColumnSet *set);
+struct Uses {
+    ColumnSet predicates;
+    ColumnSet unselected;
+    int nwrites;
+    int writes_capacity;
+    WriteLineage *writes;
+};
+
+void collect_uses(Query *query, Level *parent, Uses *uses, bool is_cte);
 
 struct SublinkContext {
     Level *level;
-    ColumnSet *set;
+    Uses *uses;
 };
 
 bool sublink_walker(Node *node, SublinkContext *context)
@@ -659,7 +715,7 @@ bool sublink_walker(Node *node, SublinkContext *context)
     if (node == nullptr)
         return false;
     if (IsA(node, Query)) {
-        collect_predicates(reinterpret_cast<Query *>(node), context->level, context->set);
+        collect_uses(reinterpret_cast<Query *>(node), context->level, context->uses, false);
         return false;
     }
     return expression_tree_walker(node, WALKER(sublink_walker), context);
@@ -716,10 +772,125 @@ void trace_setop_leaves(Node *node, Level *level, ColumnSet *set)
     }
 }
 
-void collect_predicates(Query *query, Level *parent, ColumnSet *set)
+// The outputs of a query below the statement that run whether or not anything uses them.
+void trace_unselected(Query *query, Level *level, bool is_cte, ColumnSet *set)
+{
+    ListCell *lc;
+    foreach (lc, output_list(query)) {
+        TargetEntry *tle = lfirst_node(TargetEntry, lc);
+        Node *expr = reinterpret_cast<Node *>(tle->expr);
+        if (!tle->resjunk &&
+            (is_cte || expression_returns_set(expr) || contain_volatile_functions(expr)))
+            trace_expr(expr, level, set);
+    }
+}
+
+// A write of a guessed value that conflicts or fails tells whether some row holds it: a unique or
+// exclusion index or a check constraint over the written column compares it, and a foreign key
+// compares the referenced column. Those columns are predicates.
+bool expression_uses_column(const char *node_text, AttrNumber attno)
+{
+    if (node_text == nullptr)
+        return false;
+    Bitmapset *columns = nullptr;
+    pull_varattnos(static_cast<Node *>(stringToNode(node_text)), 1, &columns);
+    return bms_is_member(attno - FirstLowInvalidHeapAttributeNumber, columns);
+}
+
+bool index_compares(Oid index_oid, AttrNumber attno)
+{
+    HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index_oid));
+    if (!HeapTupleIsValid(tuple))
+        return false;
+    Form_pg_index index = reinterpret_cast<Form_pg_index>(GETSTRUCT(tuple));
+    bool compares = false;
+    if (index->indisunique || index->indisexclusion) {
+        for (int k = 0; k < index->indnatts && !compares; k++)
+            compares = index->indkey.values[k] == attno;
+        const int parts[] = {Anum_pg_index_indexprs, Anum_pg_index_indpred};
+        for (int part : parts) {
+            bool isnull;
+            Datum value = SysCacheGetAttr(INDEXRELID, tuple, part, &isnull);
+            compares =
+                compares || (!isnull && expression_uses_column(TextDatumGetCString(value), attno));
+        }
+    }
+    ReleaseSysCache(tuple);
+    return compares;
+}
+
+void add_constraint_comparisons(Oid relid, AttrNumber attno, ColumnSet *predicates)
+{
+    Relation rel = relation_open(relid, AccessShareLock);
+    bool compared = false;
+    ListCell *lc;
+    foreach (lc, RelationGetIndexList(rel))
+        compared = compared || index_compares(lfirst_oid(lc), attno);
+    TupleConstr *constr = RelationGetDescr(rel)->constr;
+    for (int c = 0; constr != nullptr && c < constr->num_check && !compared; c++)
+        compared = expression_uses_column(constr->check[c].ccbin, attno);
+    if (compared)
+        add_column(predicates, relid, attno);
+    foreach (lc, RelationGetFKeyList(rel)) {
+        ForeignKeyCacheInfo *fk = lfirst_node(ForeignKeyCacheInfo, lc);
+        for (int k = 0; k < fk->nkeys; k++)
+            if (fk->conkey[k] == attno)
+                add_column(predicates, fk->confrelid, fk->confkey[k]);
+    }
+    relation_close(rel, AccessShareLock);
+}
+
+// Each column a write assigns: its value's lineage; and what its constraints compare.
+void collect_writes(Query *query, Level *level, Uses *uses)
+{
+    if (query->commandType != CMD_INSERT && query->commandType != CMD_UPDATE &&
+        query->commandType != CMD_MERGE)
+        return;
+    if (query->resultRelation < 1 || query->resultRelation > list_length(query->rtable))
+        return;
+    Oid relid = rt_fetch(query->resultRelation, query->rtable)->relid;
+    List *lists = list_make2(query->targetList,
+                             query->onConflict ? query->onConflict->onConflictSet : NIL);
+    ListCell *la;
+    foreach (la, query->mergeActionList)
+        lists = lappend(lists, lfirst_node(MergeAction, la)->targetList);
+    Bitmapset *done = nullptr;
+    ListCell *ll;
+    foreach (ll, lists) {
+        ListCell *lc;
+        foreach (lc, static_cast<List *>(lfirst(ll))) {
+            TargetEntry *tle = lfirst_node(TargetEntry, lc);
+            if (tle->resjunk || tle->resno < 1 || bms_is_member(tle->resno, done))
+                continue;
+            done = bms_add_member(done, tle->resno);
+            ColumnSet set;
+            memset(&set, 0, sizeof(set));
+            trace_assigned_values(level, tle->resno, true, &set);
+            ColumnSet target;
+            memset(&target, 0, sizeof(target));
+            add_column(&target, relid, tle->resno);
+            if (uses->nwrites == uses->writes_capacity) {
+                uses->writes_capacity = uses->writes_capacity ? uses->writes_capacity * 2 : 8;
+                uses->writes = static_cast<WriteLineage *>(
+                    uses->writes
+                        ? repalloc(uses->writes, sizeof(WriteLineage) * uses->writes_capacity)
+                        : palloc(sizeof(WriteLineage) * uses->writes_capacity));
+            }
+            WriteLineage *w = &uses->writes[uses->nwrites++];
+            w->target = named_columns(&target)[0];
+            w->nsources = set.n;
+            w->sources = named_columns(&set);
+            w->unresolvable = set.unresolvable ? pstrdup(set.unresolvable) : nullptr;
+            add_constraint_comparisons(relid, tle->resno, &uses->predicates);
+        }
+    }
+}
+
+void collect_uses(Query *query, Level *parent, Uses *uses, bool is_cte)
 {
     check_stack_depth();
     Level level = {query, parent, false};
+    ColumnSet *set = &uses->predicates;
 
     trace_jointree_quals(reinterpret_cast<Node *>(query->jointree), &level, set);
     trace_expr(query->havingQual, &level, set);
@@ -740,23 +911,30 @@ void collect_predicates(Query *query, Level *parent, ColumnSet *set)
         trace_sort_group(wc->partitionClause, query->targetList, &level, set);
         trace_sort_group(wc->orderClause, query->targetList, &level, set);
     }
-    if (query->onConflict != nullptr)
+    if (query->onConflict != nullptr) {
+        // ON CONFLICT (ssn) finds the row that holds the caller's value: a comparison.
+        trace_expr(reinterpret_cast<Node *>(query->onConflict->arbiterElems), &level, set);
+        trace_expr(query->onConflict->arbiterWhere, &level, set);
         trace_expr(query->onConflict->onConflictWhere, &level, set);
+    }
     foreach (lc, query->mergeActionList)
         trace_expr(lfirst_node(MergeAction, lc)->qual, &level, set);
+    if (parent != nullptr)
+        trace_unselected(query, &level, is_cte, &uses->unselected);
+    collect_writes(query, &level, uses);
 
     // The queries below this one.
     foreach (lc, query->cteList) {
         CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
         if (cte->ctequery != nullptr && IsA(cte->ctequery, Query))
-            collect_predicates(reinterpret_cast<Query *>(cte->ctequery), &level, set);
+            collect_uses(reinterpret_cast<Query *>(cte->ctequery), &level, uses, true);
     }
-    SublinkContext context = {&level, set};
+    SublinkContext context = {&level, uses};
     foreach (lc, query->rtable) {
         RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
         switch (rte->rtekind) {
         case RTE_SUBQUERY:
-            collect_predicates(rte->subquery, &level, set);
+            collect_uses(rte->subquery, &level, uses, false);
             break;
         case RTE_FUNCTION: {
             // The arguments of a function in FROM decide how many rows it makes:
@@ -870,15 +1048,15 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
     List *rewritten = QueryRewrite(query);
     Query *top = nullptr;
     RelationCollector depends = {0, 0, nullptr, 0};
-    ColumnSet predicates;
-    memset(&predicates, 0, sizeof(predicates));
+    Uses uses;
+    memset(&uses, 0, sizeof(uses));
     ListCell *lc;
     foreach (lc, rewritten) {
         Query *q = lfirst_node(Query, lc);
         if (q->canSetTag && top == nullptr)
             top = q;
         (void)relation_walker(reinterpret_cast<Node *>(q), &depends);
-        collect_predicates(q, nullptr, &predicates);
+        collect_uses(q, nullptr, &uses, false);
         if (out->writes_outside == nullptr)
             out->writes_outside =
                 first_function_where(reinterpret_cast<Node *>(q), function_writes_outside);
@@ -891,10 +1069,14 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
     for (int i = 0; i < depends.n && out->value_copies == nullptr; i++)
         if (depends.oids[i] == StatisticRelationId || depends.oids[i] == StatisticExtDataRelationId)
             out->value_copies = psprintf("pg_catalog.%s", get_rel_name(depends.oids[i]));
-    out->npredicates = predicates.n;
-    out->predicates = named_columns(&predicates);
+    out->npredicates = uses.predicates.n;
+    out->predicates = named_columns(&uses.predicates);
     out->predicate_unresolvable =
-        predicates.unresolvable ? pstrdup(predicates.unresolvable) : nullptr;
+        uses.predicates.unresolvable ? pstrdup(uses.predicates.unresolvable) : nullptr;
+    out->nunselected = uses.unselected.n;
+    out->unselected = named_columns(&uses.unselected);
+    out->nwrites = uses.nwrites;
+    out->writes = uses.writes ? uses.writes : static_cast<WriteLineage *>(palloc0(sizeof(WriteLineage)));
 
     // The outputs: the statement's own target list (or RETURNING), as the client receives it.
     if (top != nullptr && out->returns_rows) {
@@ -922,20 +1104,6 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
     } else {
         out->outputs = static_cast<OutputLineage *>(palloc0(sizeof(OutputLineage)));
     }
-
-    // What a write assigns: a value computed from a column (SET balance = balance * :x) can fail
-    // for some values and not others, which tells them apart as a filter would.
-    ColumnSet assigned;
-    memset(&assigned, 0, sizeof(assigned));
-    if (top != nullptr && top->commandType != CMD_SELECT) {
-        Level level = {top, nullptr, false};
-        trace_assigned_values(&level, 0, true, &assigned);
-    }
-    SourceColumn *assigned_columns = named_columns(&assigned);
-    out->assignments = static_cast<SourceColumn *>(palloc0(sizeof(SourceColumn) * Max(assigned.n, 1)));
-    for (int i = 0; i < assigned.n; i++)
-        if (assigned_columns[i].computed != nullptr)
-            out->assignments[out->nassignments++] = assigned_columns[i];
 
     error_context_stack = callback.previous;
 }

@@ -24,6 +24,15 @@ struct SourceColumn {
     const char *computed;
 };
 
+// A column a write assigns (INSERT, UPDATE SET, ON CONFLICT DO UPDATE, MERGE) and the base columns
+// its value derives from (`computed` set when computed with on the way).
+struct WriteLineage {
+    SourceColumn target;
+    int nsources;
+    SourceColumn *sources;
+    char *unresolvable;
+};
+
 struct RelationRef {
     Oid relid;
     char *schema;
@@ -52,16 +61,22 @@ struct QueryAnalysis {
     int noutputs;
     OutputLineage *outputs;
     // Base columns used in WHERE, JOIN conditions, GROUP BY, HAVING, ORDER BY, DISTINCT (ON or
-    // not), window PARTITION BY / ORDER BY, LIMIT / OFFSET, the arguments of functions in FROM, and
-    // every column of a UNION, INTERSECT or EXCEPT (not UNION ALL), at every level of the
-    // rewritten tree. Deduplicated.
+    // not), window PARTITION BY / ORDER BY, LIMIT / OFFSET, the arguments of functions in FROM,
+    // ON CONFLICT targets, MERGE conditions, every column of a UNION, INTERSECT or EXCEPT (not
+    // UNION ALL), and the columns a constraint compares when a write assigns (a unique or
+    // exclusion index or a check over the column, the column a foreign key references), at every
+    // level of the rewritten tree. Deduplicated.
     int npredicates;
     SourceColumn *predicates;
     char *predicate_unresolvable; // NULL, or why a predicate's columns cannot be known
-    // Base columns a write computes the values it assigns from (SET x = y * 2; ON CONFLICT, MERGE),
-    // each with what computed with it. Values assigned unchanged are not listed.
-    int nassignments;
-    SourceColumn *assignments;
+    // Base columns computed with in expressions that run although no output shows them (every
+    // output of a CTE; set-returning or volatile outputs of subqueries), with what computed.
+    int nunselected;
+    SourceColumn *unselected;
+    // Every column a write assigns, at any level (data-modifying CTEs, rule actions), with the
+    // lineage of its value. (The columns its constraints compare are among the predicates.)
+    int nwrites;
+    WriteLineage *writes;
     // Every relation in the rewritten tree, views and base tables: when any of them changes, this
     // analysis is stale.
     int ndepends;

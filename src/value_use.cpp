@@ -11,6 +11,16 @@ extern "C" {
 
 namespace {
 
+// A binary-compatible relabeling (text to varchar without a length, an OID alias) changes no value
+// and cannot fail. Every other coercion can: an assignment cast (int8 into an int4 column, a
+// length check of varchar(n)) or a domain check fails for some values, which is an oracle.
+Node *strip_relabeling(Node *expr)
+{
+    while (expr != nullptr && IsA(expr, RelabelType))
+        expr = reinterpret_cast<Node *>(reinterpret_cast<RelabelType *>(expr)->arg);
+    return expr;
+}
+
 const char *function_use(const char *kind, Oid funcid)
 {
     char *name = get_func_name(funcid);
@@ -26,7 +36,7 @@ const char *cast_use(Node *expr)
 
 bool passes_value_through(Node *expr)
 {
-    expr = strip_implicit_coercions(expr);
+    expr = strip_relabeling(expr);
     if (expr == nullptr)
         return true;
     switch (nodeTag(expr)) {
@@ -52,7 +62,7 @@ bool passes_value_through(Node *expr)
 
 const char *value_use(Node *expr)
 {
-    expr = strip_implicit_coercions(expr);
+    expr = strip_relabeling(expr);
     if (expr == nullptr)
         return "an expression";
     switch (nodeTag(expr)) {
@@ -79,7 +89,6 @@ const char *value_use(Node *expr)
     case T_CoerceViaIO:
     case T_ArrayCoerceExpr:
     case T_CoerceToDomain:
-    case T_RelabelType:
         return cast_use(expr);
     case T_CaseExpr:
         return "CASE";

@@ -12,8 +12,8 @@ extern "C" {
 }
 
 // True for an expression that hands a value through unchanged: a column reference (a whole row
-// included) or a field of one, with implicit coercions around it (binary-compatible or widening
-// casts the parser adds, which cannot fail), count() of one (it does not look at the value), a
+// included) or a field of one, under binary-compatible relabelings only (any other cast, implicit
+// ones included, can fail for some values), count() of one (it does not look at the value), a
 // scalar subquery (its output is judged where the subquery makes it), a constant or a parameter.
 bool passes_value_through(Node *expr);
 
