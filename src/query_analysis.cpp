@@ -212,6 +212,21 @@ void trace_query_column(Query *query, AttrNumber attno, Level *parent, bool retu
                         ColumnSet *set);
 void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *set);
 
+// Column attno (0: every column) of every leaf of a set operation tree.
+void trace_setop_leaves(Node *node, Level *level, AttrNumber attno, ColumnSet *set)
+{
+    check_stack_depth();
+    if (node == nullptr)
+        return;
+    if (IsA(node, SetOperationStmt)) {
+        SetOperationStmt *op = reinterpret_cast<SetOperationStmt *>(node);
+        trace_setop_leaves(op->larg, level, attno, set);
+        trace_setop_leaves(op->rarg, level, attno, set);
+    } else if (IsA(node, RangeTblRef)) {
+        trace_rte_column(level, reinterpret_cast<RangeTblRef *>(node)->rtindex, attno, set);
+    }
+}
+
 // The list a query returns: its target list, or RETURNING for a write.
 List *output_list(Query *query)
 {
@@ -555,18 +570,7 @@ void trace_query_column(Query *query, AttrNumber attno, Level *parent, bool retu
     Level level = {query, parent, returning};
     if (query->setOperations != nullptr) {
         // Column attno of a set operation is column attno of every leaf.
-        List *pending = list_make1(query->setOperations);
-        while (pending != NIL) {
-            Node *node = static_cast<Node *>(linitial(pending));
-            pending = list_delete_first(pending);
-            if (IsA(node, SetOperationStmt)) {
-                SetOperationStmt *op = reinterpret_cast<SetOperationStmt *>(node);
-                pending = lappend(pending, op->larg);
-                pending = lappend(pending, op->rarg);
-            } else if (IsA(node, RangeTblRef)) {
-                trace_rte_column(&level, reinterpret_cast<RangeTblRef *>(node)->rtindex, attno, set);
-            }
-        }
+        trace_setop_leaves(query->setOperations, &level, attno, set);
         return;
     }
     ListCell *lc;
@@ -758,20 +762,6 @@ bool set_operation_compares(Node *node)
            set_operation_compares(op->rarg);
 }
 
-// Every column of every leaf of a set operation tree.
-void trace_setop_leaves(Node *node, Level *level, ColumnSet *set)
-{
-    if (node == nullptr)
-        return;
-    if (IsA(node, SetOperationStmt)) {
-        SetOperationStmt *op = reinterpret_cast<SetOperationStmt *>(node);
-        trace_setop_leaves(op->larg, level, set);
-        trace_setop_leaves(op->rarg, level, set);
-    } else if (IsA(node, RangeTblRef)) {
-        trace_rte_column(level, reinterpret_cast<RangeTblRef *>(node)->rtindex, 0, set);
-    }
-}
-
 // The outputs of a query below the statement that run whether or not anything uses them.
 void trace_unselected(Query *query, Level *level, bool is_cte, ColumnSet *set)
 {
@@ -904,7 +894,7 @@ void collect_uses(Query *query, Level *parent, Uses *uses, bool is_cte)
     trace_sort_group(query->distinctClause, query->targetList, &level, set);
     // So do UNION, INTERSECT and EXCEPT (all but UNION ALL), over every column of every leaf.
     if (query->setOperations != nullptr && set_operation_compares(query->setOperations))
-        trace_setop_leaves(query->setOperations, &level, set);
+        trace_setop_leaves(query->setOperations, &level, 0, set);
     ListCell *lc;
     foreach (lc, query->windowClause) {
         WindowClause *wc = lfirst_node(WindowClause, lc);
