@@ -1,23 +1,33 @@
-# querygate: built with PGXS. The version lives in META.json only (EXT_VERSION: PGXS owns VERSION);
-# from it and the compiler receives it as QUERYGATE_VERSION.
+# querygate, built with PGXS.
+#
+# The version is EXTVERSION below, as pgvector keeps it: querygate.control is generated from it, and
+# `make test` checks that META.json says the same.
+EXTENSION = querygate
+EXTVERSION = 0.1.0
+
 PG_CONFIG ?= pg_config
 
-EXT_VERSION := $(shell sed -n 's/^  "version": "\([^"]*\)",/\1/p' META.json)
-ifeq ($(EXT_VERSION),)
-$(error could not read the version from META.json)
-endif
-
-MODULE_big = querygate
-SRCS = $(sort $(wildcard src/*.cpp))
-OBJS = $(SRCS:.cpp=.o)
+MODULE_big = $(EXTENSION)
 MODULEDIR = extension
-DATA = $(wildcard extension/querygate--*.sql)
-DATA_built = extension/querygate.control
+DATA = $(wildcard extension/$(EXTENSION)--*.sql)
+EXTRA_CLEAN = $(EXTENSION).control
 
-PG_CPPFLAGS = -DQUERYGATE_VERSION='"$(EXT_VERSION)"' -Isrc
-# Warnings are errors in every build, not only in CI: a warning left today is a bug found later.
-PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-register \
-              -fno-omit-frame-pointer
+# Sources live in folders that carry a rule (docs/architecture.md). The plain-C++ folders are
+# compiled without PostgreSQL's include directories and with QUERYGATE_PLAIN_CXX defined, so a
+# file there that includes a PostgreSQL header, directly or through one of ours, fails to build:
+# the compiler is the boundary check.
+PLAIN_DIRS = common http auth rules
+SRCS = $(sort $(wildcard src/*/*.cpp))
+OBJS = $(SRCS:.cpp=.o)
+PLAIN_OBJS = $(filter $(addprefix src/,$(addsuffix /%,$(PLAIN_DIRS))),$(OBJS))
+HEADERS = $(wildcard src/*/*.hpp)
+
+PG_CPPFLAGS = -DQUERYGATE_VERSION='"$(EXTVERSION)"' -Isrc
+# Warnings are errors in `make test` and CI (WERROR=1); a plain `make` warns and still builds, so a
+# newer compiler's new warnings never keep a user from building a release.
+WERROR ?=
+PG_CXXFLAGS = -std=c++17 -Wall -Wextra $(if $(WERROR),-Werror) -Wno-unused-parameter \
+              -Wno-missing-field-initializers -Wno-register -fno-omit-frame-pointer
 SHLIB_LINK = -lmicrohttpd -ljansson -lcrypto -lstdc++
 
 # pgTAP suites under pg_regress, on a temporary instance with the library preloaded (test/regress.conf).
@@ -31,13 +41,18 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-extension/querygate.control: extension/querygate.control.in META.json
-	sed 's/@VERSION@/$(EXT_VERSION)/' $< > $@
+# The plain folders see only our own headers and the system's.
+PLAIN_CPPFLAGS = -Isrc -D_GNU_SOURCE -DQUERYGATE_PLAIN_CXX -DQUERYGATE_VERSION='"$(EXTVERSION)"'
+$(PLAIN_OBJS): override CPPFLAGS = $(PLAIN_CPPFLAGS)
 
-$(OBJS): $(wildcard src/*.hpp)
+$(EXTENSION).control: extension/$(EXTENSION).control.in Makefile
+	sed 's/@VERSION@/$(EXTVERSION)/' $< > $@
 
-.PHONY: test run bench deps
-# Installs what is missing, builds, and runs every suite; ends with "N passed, N failed".
+$(OBJS): $(HEADERS)
+
+.PHONY: test run bench deps print-plain-cppflags print-version
+# Installs what is missing, builds with warnings as errors, and runs every suite; ends with
+# "N passed, N failed".
 test:
 	test/run
 
@@ -50,3 +65,9 @@ bench:
 
 deps:
 	scripts/install-deps
+
+# For the test scripts: how a plain-C++ file is compiled, and the version.
+print-plain-cppflags:
+	@echo '$(PLAIN_CPPFLAGS)'
+print-version:
+	@echo '$(EXTVERSION)'

@@ -1,4 +1,4 @@
-# Connections go to the worker holding the fewest (src/accept_gate.hpp): a burst of keep-alive
+# Connections go to the worker holding the fewest (src/http/accept_gate.hpp): a burst of keep-alive
 # connections is shared out evenly, a busy worker never makes a new connection wait for its call,
 # and a worker out of file descriptors pauses accepting instead of spinning, then recovers.
 use strict;

@@ -1,4 +1,4 @@
-# Group commit (querygate.group_commit, src/group_commit.hpp): the writes of one worker round share
+# Group commit (querygate.group_commit, src/worker/group_commit.hpp): the writes of one worker round share
 # one WAL flush, made by the WAL flusher process or, without it, by the worker (counted in pg_stat_wal, which also shows that the workers report their statistics),
 # and every write answered 200 survives an immediate (crash) stop right after its answer. The WAL
 # writer is slowed to one round every 10 s, so the flushes counted are the writers' own (fsync is
@@ -92,7 +92,7 @@ is(join(' ', read_response($c, 10)), '200 {"rows_affected":1}', 'a pipelined wri
 is(join(' ', read_response($c, 10)), '200 [{"n":6}]', 'the pipelined read after it sees the write');
 close $c;
 
-# The WAL flusher (src/wal_flusher.hpp) does the syncs. Without it (terminated; it comes back after
+# The WAL flusher (src/worker/wal_flusher.hpp) does the syncs. Without it (terminated; it comes back after
 # a second), a worker flushes its writes itself: the answers and their durability are the same.
 my $flusher = q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'querygate wal flusher'};
 like($qg->sql($flusher), qr/^\d+$/, 'one WAL flusher runs');

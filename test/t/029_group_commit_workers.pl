@@ -1,4 +1,4 @@
-# Group commit across workers (src/group_commit.hpp): while a write deferred by one worker is not
+# Group commit across workers (src/worker/group_commit.hpp): while a write deferred by one worker is not
 # yet flushed, an answer made by ANOTHER worker that can show it is held too, and both go out once
 # WAL is flushed. The WAL flusher is paused (SIGSTOP) to keep the write unflushed for as long as the
 # test needs; the WAL writer is slowed to one round every 10 s so that it does not flush it instead.

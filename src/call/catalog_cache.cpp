@@ -1,0 +1,245 @@
+// The worker's catalog cache and both halves of its invalidation: see catalog_cache.hpp.
+#include "call/catalog_cache.hpp"
+
+extern "C" {
+#include "catalog/namespace.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+}
+
+#include "pg/pg_guard.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+extern "C" {
+PG_FUNCTION_INFO_V1(querygate_catalog_changed);
+}
+
+// Sender: a statement trigger on every catalog table. The message leaves at commit only.
+Datum querygate_catalog_changed(PG_FUNCTION_ARGS)
+{
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("catalog_changed() must be called as a trigger")));
+    TriggerData *trigdata = reinterpret_cast<TriggerData *>(fcinfo->context);
+    CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
+    return PointerGetDatum(nullptr);
+}
+
+namespace {
+
+// Receiver state. The callback runs inside PostgreSQL's invalidation processing: it only sets a flag.
+constexpr int catalog_table_count = 7;
+const char *const catalog_tables[catalog_table_count] = {
+    "saved_query", "policy", "query_grant", "api_key", "mask_rule", "jwks", "mask_secret"};
+Oid watched[catalog_table_count] = {InvalidOid};
+bool dirty = true;
+
+void on_relcache_invalidation(Datum, Oid relid)
+{
+    if (relid == InvalidOid) {
+        dirty = true;
+        return;
+    }
+    for (Oid w : watched)
+        if (w == relid)
+            dirty = true;
+}
+
+// Rows of a catalog statement as C strings (nullptr for NULL), copied out of SPI's memory into the
+// transaction's, so C++ code can read them after the guarded call returns.
+struct TextRows {
+    uint64 nrows = 0;
+    int ncols = 0;
+    char **cells = nullptr; // row-major
+    const char *at(uint64 row, int col) const { return cells[row * ncols + col]; }
+};
+
+TextRows fetch(const char *sql)
+{
+    TextRows rows;
+    pg::guard([&] {
+        MemoryContext outer = CurrentMemoryContext;
+        if (SPI_connect() != SPI_OK_CONNECT)
+            elog(ERROR, "querygate: SPI_connect failed");
+        if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
+            elog(ERROR, "querygate: catalog read failed: %s", sql);
+        rows.nrows = SPI_processed;
+        rows.ncols = SPI_tuptable->tupdesc->natts;
+        rows.cells = static_cast<char **>(
+            MemoryContextAllocZero(outer, sizeof(char *) * Max(rows.nrows * rows.ncols, 1)));
+        for (uint64 r = 0; r < rows.nrows; r++)
+            for (int c = 0; c < rows.ncols; c++) {
+                char *v = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1);
+                rows.cells[r * rows.ncols + c] = v ? MemoryContextStrdup(outer, v) : nullptr;
+            }
+        SPI_finish();
+    });
+    return rows;
+}
+
+std::vector<std::string> split_csv(const char *s)
+{
+    std::vector<std::string> out;
+    if (s == nullptr || *s == '\0')
+        return out;
+    const char *start = s;
+    for (const char *p = s;; p++) {
+        if (*p == ',' || *p == '\0') {
+            out.emplace_back(start, p - start);
+            if (*p == '\0')
+                break;
+            start = p + 1;
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+void CatalogCache::register_invalidation()
+{
+    CacheRegisterRelcacheCallback(on_relcache_invalidation, (Datum)0);
+}
+
+bool CatalogCache::refresh()
+{
+    if (!dirty)
+        return installed_;
+    bool installed = false;
+    pg::guard([&] {
+        Oid nsp = get_namespace_oid("querygate", true);
+        bool all = OidIsValid(nsp);
+        for (int i = 0; i < catalog_table_count; i++) {
+            watched[i] = all ? get_relname_relid(catalog_tables[i], nsp) : InvalidOid;
+            all = all && OidIsValid(watched[i]);
+        }
+        installed = all;
+    });
+    keys_.clear();
+    policies_.clear();
+    queries_.clear();
+    installed_ = installed;
+    generation_++;
+    if (installed)
+        load();
+    // Stays dirty while the extension is missing, so its creation is noticed by the next request.
+    dirty = !installed;
+    return installed_;
+}
+
+void CatalogCache::load()
+{
+    // The worker's search_path follows the saved queries it runs, so every function, operator and
+    // type here is schema-qualified: nothing a search_path names can run in this superuser session.
+    // Names are [A-Za-z0-9_], so a comma joins them safely; types as oids.
+    TextRows q = fetch("SELECT name, sql, prepared_sql, pg_catalog.array_to_string(param_names, ','), "
+                       "pg_catalog.array_to_string(param_types::pg_catalog.oid[], ','), "
+                       "search_path, revision, param_rules::pg_catalog.text, "
+                       "saved_by::pg_catalog.oid FROM querygate.saved_query");
+    for (uint64 r = 0; r < q.nrows; r++) {
+        CachedQuery cq;
+        cq.name = q.at(r, 0);
+        cq.sql = q.at(r, 1);
+        cq.prepared_sql = q.at(r, 2);
+        cq.param_names = split_csv(q.at(r, 3));
+        for (const auto &t : split_csv(q.at(r, 4)))
+            cq.param_types.push_back(static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
+        cq.search_path = q.at(r, 5);
+        cq.revision = std::strtoll(q.at(r, 6), nullptr, 10);
+        cq.saved_by = static_cast<Oid>(std::strtoul(q.at(r, 8), nullptr, 10));
+        if (const char *rules = q.at(r, 7)) {
+            std::string error; // validated at save time; a failure here leaves no rules
+            if (!param_rules::parse(rules, cq.rules, error))
+                cq.rules.clear();
+        }
+        queries_.emplace(cq.name, std::move(cq));
+    }
+
+    TextRows p = fetch("SELECT name, run_as::pg_catalog.oid, "
+                       "pg_catalog.array_to_string(allowed_tables::pg_catalog.oid[], ','), "
+                       "allowed_tables IS NOT NULL, pg_catalog.array_to_string(write_ops, ','), "
+                       "mask_predicates, allow_superuser FROM querygate.policy");
+    for (uint64 r = 0; r < p.nrows; r++) {
+        CachedPolicy cp;
+        cp.name = p.at(r, 0);
+        cp.run_as = static_cast<Oid>(std::strtoul(p.at(r, 1), nullptr, 10));
+        cp.allow_superuser = std::strcmp(p.at(r, 6), "t") == 0;
+        cp.rules.has_allowed_tables = std::strcmp(p.at(r, 3), "t") == 0;
+        for (const auto &t : split_csv(p.at(r, 2)))
+            cp.rules.allowed_tables.push_back(static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
+        for (const auto &op : split_csv(p.at(r, 4)))
+            cp.rules.write_ops |= write_op_from_name(op.c_str());
+        cp.rules.mask_predicates_allowed = std::strcmp(p.at(r, 5), "allow") == 0;
+        policies_.emplace(cp.name, std::move(cp));
+    }
+    TextRows m = fetch("SELECT policy, pattern, action FROM querygate.mask_rule");
+    for (uint64 r = 0; r < m.nrows; r++) {
+        auto it = policies_.find(m.at(r, 0));
+        masking::Rule rule;
+        std::string error;
+        if (it != policies_.end() && masking::parse_pattern(m.at(r, 1), rule.pattern, error) &&
+            masking::parse_action(m.at(r, 2), rule.action))
+            it->second.rules.masks.push_back(std::move(rule));
+    }
+    TextRows g = fetch("SELECT policy, query FROM querygate.query_grant");
+    for (uint64 r = 0; r < g.nrows; r++) {
+        auto it = policies_.find(g.at(r, 0));
+        if (it != policies_.end())
+            it->second.queries.insert(g.at(r, 1));
+    }
+
+    TextRows k = fetch("SELECT name, policy, pg_catalog.encode(key_hash, 'hex'), "
+                       "(EXTRACT(epoch FROM expires_at) OPERATOR(pg_catalog.*) 1000000)"
+                       "::pg_catalog.int8, allowed_ips IS NULL, "
+                       "pg_catalog.array_to_string(allowed_ips::pg_catalog.text[], ','), tenant "
+                       "FROM querygate.api_key WHERE revoked_at IS NULL");
+    for (uint64 r = 0; r < k.nrows; r++) {
+        CachedKey ck;
+        ck.name = k.at(r, 0);
+        ck.policy = k.at(r, 1) ? k.at(r, 1) : "";
+        ck.expires_at_unix_us = k.at(r, 3) ? std::strtoll(k.at(r, 3), nullptr, 10) : 0;
+        ck.any_address = std::strcmp(k.at(r, 4), "t") == 0;
+        if (!ck.any_address) {
+            std::string bad; // cidr values from the catalog always parse
+            ck.allowed_ips = client_address::parse_list(k.at(r, 5) ? k.at(r, 5) : "", bad);
+        }
+        ck.has_tenant = k.at(r, 6) != nullptr;
+        ck.tenant = ck.has_tenant ? k.at(r, 6) : "";
+        keys_.emplace(k.at(r, 2), std::move(ck));
+    }
+
+    TextRows secret = fetch("SELECT pg_catalog.encode(secret, 'hex') FROM querygate.mask_secret "
+                            "ORDER BY created_at LIMIT 1");
+    mask_secret_.clear();
+    if (secret.nrows > 0) {
+        const char *hex = secret.at(0, 0);
+        for (size_t i = 0; hex[i] && hex[i + 1]; i += 2)
+            mask_secret_.push_back(static_cast<char>(std::strtoul(std::string(hex + i, 2).c_str(),
+                                                                  nullptr, 16)));
+    }
+    TextRows jwks = fetch("SELECT keys::pg_catalog.text FROM querygate.jwks");
+    jwks_ = jwks.nrows > 0 ? jwks.at(0, 0) : "";
+}
+
+const CachedKey *CatalogCache::find_key(const std::string &key_hash_hex) const
+{
+    auto it = keys_.find(key_hash_hex);
+    return it == keys_.end() ? nullptr : &it->second;
+}
+
+const CachedPolicy *CatalogCache::find_policy(const std::string &name) const
+{
+    auto it = policies_.find(name);
+    return it == policies_.end() ? nullptr : &it->second;
+}
+
+const CachedQuery *CatalogCache::find_query(const std::string &name) const
+{
+    auto it = queries_.find(name);
+    return it == queries_.end() ? nullptr : &it->second;
+}

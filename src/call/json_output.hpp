@@ -1,0 +1,31 @@
+// Rows to JSON, as the HTTP API promises: integers and floats are numbers, numeric is an exact
+// number, booleans are booleans, json and jsonb are embedded, NULL is null, and every other type is
+// its text output as a string (NaN and infinities, which JSON cannot hold, as strings).
+// PostgreSQL-style code: call under pg::guard.
+#pragma once
+
+#include "pg/pg_headers.hpp"
+extern "C" {
+#include "access/htup.h"
+#include "access/tupdesc.h"
+#include "lib/stringinfo.h"
+}
+
+struct RowWriter;
+
+// Looks up how each column of tupdesc is written; allocated in the current memory context.
+// actions: one masking::Action (as int) per non-dropped column, or nullptr for none; hash_key: the
+// HMAC-SHA-256 key of the hash action.
+//   hash: the value's text output, HMAC-SHA-256 with the per-database secret, as 64 hex digits
+//         (deterministic: equal values still join and group);
+//   mask: text keeps its first character and "***", an email keeps its domain (j***@example.com);
+//         other types become null;
+//   null: null;  drop: the column is left out of the object.
+// ERROR when actions does not have one entry per column: masks are never applied by guesswork.
+RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions,
+                             const char *hash_key, int hash_key_len);
+
+// Appends tuples[from..to) as a JSON array. Values are converted in a scratch context reset per row,
+// so a large page costs the size of its JSON, not of every intermediate string.
+void row_writer_append_array(RowWriter *writer, StringInfo out, HeapTuple *tuples, uint64 from,
+                             uint64 to);

@@ -1,0 +1,272 @@
+// libmicrohttpd in external-epoll mode. Two facts of libmicrohttpd 0.9.75 shape this file:
+// - a response queued on the first access-handler callback of a request is sent with
+//   "Connection: close", so every call would reconnect; the first callback only records the request
+//   and the answer is queued on a later one;
+// - nothing but MHD_run may consume events from libmicrohttpd's own epoll fd, or the server hangs;
+//   the worker only watches that fd for readability.
+#include "http/http_server.hpp"
+
+#include <microhttpd.h>
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+const std::string *HttpRequest::header(const char *lower_name) const
+{
+    for (const auto &h : headers)
+        if (h.first == lower_name)
+            return &h.second;
+    return nullptr;
+}
+
+bool HttpRequest::header_list(const char *lower_name, std::string &out) const
+{
+    bool found = false;
+    out.clear();
+    for (const auto &h : headers)
+        if (h.first == lower_name) {
+            if (found)
+                out += ", ";
+            out += h.second;
+            found = true;
+        }
+    return found;
+}
+
+namespace {
+
+// Per-request state between libmicrohttpd callbacks.
+struct RequestState {
+    HttpRequest request;
+    bool too_large = false;
+    bool held = false;     // the response waits in `response` for release_held()
+    HttpResponse response;
+};
+
+std::string lowercase(const char *s, size_t n)
+{
+    std::string out(s, n);
+    for (char &c : out)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+MHD_Result collect_arg(void *cls, enum MHD_ValueKind, const char *key, size_t key_size,
+                       const char *value, size_t value_size)
+{
+    auto *req = static_cast<HttpRequest *>(cls);
+    req->args.emplace_back(std::string(key, key_size),
+                           value ? std::string(value, value_size) : std::string());
+    return MHD_YES;
+}
+
+MHD_Result collect_header(void *cls, enum MHD_ValueKind, const char *key, size_t key_size,
+                          const char *value, size_t value_size)
+{
+    auto *req = static_cast<HttpRequest *>(cls);
+    req->headers.emplace_back(lowercase(key, key_size),
+                              value ? std::string(value, value_size) : std::string());
+    return MHD_YES;
+}
+
+std::string client_address(MHD_Connection *conn)
+{
+    const MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == nullptr || info->client_addr == nullptr)
+        return std::string();
+    char buf[INET6_ADDRSTRLEN] = {0};
+    const sockaddr *sa = info->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in *>(sa)->sin_addr, buf, sizeof(buf));
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_addr, buf,
+                  sizeof(buf));
+    return buf;
+}
+
+MHD_Result send(MHD_Connection *conn, const HttpResponse &resp)
+{
+    MHD_Response *r = MHD_create_response_from_buffer(
+        resp.body.size(), const_cast<char *>(resp.body.data()), MHD_RESPMEM_MUST_COPY);
+    if (r == nullptr)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp.content_type.c_str());
+    for (const auto &h : resp.headers)
+        MHD_add_response_header(r, h.first.c_str(), h.second.c_str());
+    MHD_Result rc = MHD_queue_response(conn, static_cast<unsigned int>(resp.status), r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+} // namespace
+
+struct HttpServer::Callbacks {
+    static MHD_Result access(void *cls, MHD_Connection *conn, const char *url, const char *method,
+                             const char *, const char *upload_data, size_t *upload_data_size,
+                             void **con_cls)
+    {
+        auto *self = static_cast<HttpServer *>(cls);
+        auto *state = static_cast<RequestState *>(*con_cls);
+        try {
+            if (state == nullptr) {
+                state = new RequestState();
+                *con_cls = state;
+                HttpRequest &req = state->request;
+                req.method = method;
+                req.path = url;
+                MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &req);
+                MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_header, &req);
+                req.client_address = client_address(conn);
+                return MHD_YES;
+            }
+            if (state->held) // resumed by release_held(): the writes it may show are durable
+                return send(conn, state->response);
+            if (*upload_data_size > 0) {
+                size_t n = *upload_data_size;
+                *upload_data_size = 0;
+                if (state->too_large)
+                    return MHD_YES; // keep reading and discarding until the body ends
+                if (state->request.body.size() + n > self->max_body_size_) {
+                    state->too_large = true;
+                    state->request.body.clear();
+                    state->request.body.shrink_to_fit();
+                    return MHD_YES;
+                }
+                state->request.body.append(upload_data, n);
+                return MHD_YES;
+            }
+            HttpResponse resp;
+            self->answered_++;
+            if (state->too_large)
+                self->refusal_(state->request, 413, resp);
+            else
+                self->handler_(state->request, resp);
+            if (const std::uint64_t mark = self->hold_ ? self->hold_() : 0) {
+                self->held_.reserve(self->held_.size() + 1); // no allocation after suspending
+                state->response = std::move(resp);
+                state->held = true;
+                MHD_suspend_connection(conn);
+                self->held_.emplace_back(mark, conn);
+                return MHD_YES;
+            }
+            return send(conn, resp);
+        } catch (const std::exception &e) {
+            if (self->logger_)
+                self->logger_(e.what());
+            HttpResponse resp;
+            resp.status = 500;
+            resp.body = R"({"error":"internal error","code":"internal_error"})";
+            return send(conn, resp);
+        } catch (...) {
+            return MHD_NO;
+        }
+    }
+
+    static void completed(void *, MHD_Connection *, void **con_cls, enum MHD_RequestTerminationCode)
+    {
+        delete static_cast<RequestState *>(*con_cls);
+        *con_cls = nullptr;
+    }
+
+    static void log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)))
+    {
+        auto *self = static_cast<HttpServer *>(cls);
+        if (self->logger_ == nullptr)
+            return;
+        char buf[512];
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        size_t n = std::strlen(buf);
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+            buf[--n] = '\0';
+        self->logger_(buf);
+    }
+};
+
+HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger logger)
+    : listen_fd_(listen_fd), handler_(std::move(handler)), refusal_(std::move(refusal)),
+      logger_(logger)
+{
+    unsigned int flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |
+                         MHD_ALLOW_SUSPEND_RESUME;
+    daemon_ = MHD_start_daemon(
+        flags, 0, nullptr, nullptr, &Callbacks::access, this, MHD_OPTION_EXTERNAL_LOGGER,
+        &Callbacks::log, this, MHD_OPTION_NOTIFY_COMPLETED,
+        &Callbacks::completed, this, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
+    if (daemon_ == nullptr)
+        start_error_ = "libmicrohttpd could not start on the shared listening socket";
+}
+
+HttpServer::~HttpServer()
+{
+    // libmicrohttpd may not be stopped with suspended connections.
+    release_held(UINT64_MAX);
+    if (daemon_ != nullptr)
+        MHD_stop_daemon(daemon_);
+}
+
+bool HttpServer::release_held(std::uint64_t upto)
+{
+    // Marks only rise (a later answer never needs an earlier flush), so this releases the oldest;
+    // the rest keep their order either way.
+    std::size_t kept = 0;
+    for (const auto &held : held_) {
+        if (held.first <= upto)
+            MHD_resume_connection(held.second);
+        else
+            held_[kept++] = held;
+    }
+    const bool released = kept < held_.size();
+    held_.resize(kept);
+    return released;
+}
+
+int HttpServer::epoll_fd() const
+{
+    const MHD_DaemonInfo *info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_EPOLL_FD);
+    return info ? info->epoll_fd : -1;
+}
+
+long HttpServer::timeout_ms() const
+{
+    MHD_UNSIGNED_LONG_LONG t = 0;
+    if (MHD_get_timeout(daemon_, &t) != MHD_YES)
+        return -1;
+    return static_cast<long>(std::min<MHD_UNSIGNED_LONG_LONG>(t, 60000));
+}
+
+void HttpServer::run()
+{
+    MHD_run(daemon_);
+}
+
+HttpServer::Accepted HttpServer::accept_one()
+{
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr *>(&addr), &len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+        accept_error_ = errno;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            return Accepted::out_of_resources;
+        // EAGAIN: another worker took it; ECONNABORTED, EINTR and the like: the client is gone
+        // or the next wakeup retries.
+        return Accepted::none;
+    }
+    // libmicrohttpd owns the socket from here, and closes it even when it refuses it.
+    MHD_add_connection(daemon_, fd, reinterpret_cast<sockaddr *>(&addr), len);
+    return Accepted::one;
+}
+
+unsigned HttpServer::connections() const
+{
+    const MHD_DaemonInfo *info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
+}

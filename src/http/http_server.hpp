@@ -1,0 +1,89 @@
+// libmicrohttpd, driven from outside: no thread of its own, its epoll fd is watched by the worker's
+// WaitEventSet, and run() processes whatever is ready. Every callback, and so every handler call,
+// happens on the calling thread. Pure C++: no PostgreSQL header.
+//
+// Connections are accepted here, one per call of accept_one, not by libmicrohttpd: left to itself
+// it accepts every pending connection at once, and keep-alive then pins them all to one worker (the
+// benchmark saw 8/0 and 62/2 splits on two workers). The worker decides when to accept
+// (src/http/accept_gate.hpp), so connections go to the least loaded worker.
+#pragma once
+
+#include "http/http_types.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+struct MHD_Daemon;
+struct MHD_Connection;
+
+class HttpServer {
+  public:
+    // The handler fills the response. It is called once per request, after the whole body arrived.
+    using Handler = std::function<void(const HttpRequest &, HttpResponse &)>;
+    // Answers a request refused before the handler runs (body too large); the handler's shape.
+    using Refusal = std::function<void(const HttpRequest &, int status, HttpResponse &)>;
+    using Logger = void (*)(const char *message);
+    // Asked after every response is made: a nonzero mark means hold it until release_held() is
+    // called with a mark at least as high (group commit: a WAL position).
+    using HoldCheck = std::function<std::uint64_t()>;
+
+    HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger logger);
+    ~HttpServer();
+    HttpServer(const HttpServer &) = delete;
+    HttpServer &operator=(const HttpServer &) = delete;
+
+    bool started() const { return daemon_ != nullptr; }
+    const std::string &start_error() const { return start_error_; }
+
+    // libmicrohttpd's epoll fd: readable when run() has work.
+    int epoll_fd() const;
+    // How long the caller may wait before run() must be called, in ms; -1 for no limit.
+    long timeout_ms() const;
+    // Processes every ready connection; never blocks except inside the handler.
+    void run();
+    // Requests answered (or refused) so far: whether a run() served anything.
+    std::uint64_t answered() const { return answered_; }
+    enum class Accepted {
+        one,             // handed to libmicrohttpd
+        none,            // nothing pending (another worker took it) or a transient error
+        out_of_resources // no descriptor or memory left: the connection is still pending
+    };
+    // Accepts at most one connection from the shared listening socket and hands it to
+    // libmicrohttpd.
+    Accepted accept_one();
+    // errno of the last failed accept.
+    int accept_error() const { return accept_error_; }
+    // Connections libmicrohttpd holds open.
+    unsigned connections() const;
+    int listen_fd() const { return listen_fd_; }
+
+    // Held responses (group commit, src/worker/group_commit.hpp): a response for which hold() gives a
+    // mark is kept, its connection suspended, until release_held() reaches that mark (the writes it
+    // may show are durable); the next run() sends it. Returns whether any was released.
+    void set_hold(HoldCheck hold) { hold_ = std::move(hold); }
+    bool holding() const { return !held_.empty(); }
+    bool release_held(std::uint64_t upto);
+
+    void set_max_body_size(std::size_t bytes) { max_body_size_ = bytes; }
+    std::size_t max_body_size() const { return max_body_size_; }
+
+    // Used by the libmicrohttpd callbacks (http_server.cpp); not part of the interface.
+    struct Callbacks;
+
+  private:
+    MHD_Daemon *daemon_ = nullptr;
+    int listen_fd_ = -1;
+    Handler handler_;
+    Refusal refusal_;
+    Logger logger_;
+    HoldCheck hold_;
+    std::vector<std::pair<std::uint64_t, MHD_Connection *>> held_; // (mark, connection)
+    std::size_t max_body_size_ = 1024 * 1024;
+    std::uint64_t answered_ = 0;
+    std::string start_error_;
+    int accept_error_ = 0;
+};

@@ -1,0 +1,307 @@
+// HTTP routing, request parsing and responses: see request_handler.hpp.
+#include "http/request_handler.hpp"
+
+#include "common/chars.hpp"
+#include "http/json_body.hpp"
+#include "http/json_text.hpp"
+#include "common/settings.hpp"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace {
+
+constexpr long max_page = 1000000000L; // keeps (page - 1) * page_size far from overflow
+
+bool valid_request_id(const std::string &id)
+{
+    if (id.empty() || id.size() > 64)
+        return false;
+    for (char c : id)
+        if (!(chars::is_alnum(c) || c == '.' || c == '_' || c == ':' || c == '-'))
+            return false;
+    return true;
+}
+
+bool iequals_prefix(const std::string &s, const char *prefix)
+{
+    size_t n = std::strlen(prefix);
+    if (s.size() < n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i])
+            return false;
+    return true;
+}
+
+// A JWT in compact form: three base64url parts. querygate keys never contain a dot.
+bool looks_like_jwt(const std::string &token)
+{
+    return std::count(token.begin(), token.end(), '.') == 2;
+}
+
+// The credentials: X-API-Key, or "Authorization: Bearer <key or JWT>". When both headers are
+// present, X-API-Key alone is judged.
+void presented_credentials(const HttpRequest &request, CallRequest &call)
+{
+    if (const std::string *key = request.header("x-api-key")) {
+        call.secret = *key;
+        return;
+    }
+    if (const std::string *auth = request.header("authorization"))
+        if (iequals_prefix(*auth, "bearer ")) {
+            size_t start = auth->find_first_not_of(' ', 7);
+            std::string token = start == std::string::npos ? std::string() : auth->substr(start);
+            (looks_like_jwt(token) ? call.bearer_token : call.secret) = token;
+        }
+}
+
+// A positive decimal integer within [1, max]; false for anything else.
+bool parse_positive(const std::string &text, long max, long &out)
+{
+    if (text.empty() || text.size() > 12)
+        return false;
+    long v = 0;
+    for (char c : text) {
+        if (!chars::is_digit(c))
+            return false;
+        v = v * 10 + (c - '0');
+    }
+    if (v < 1 || v > max)
+        return false;
+    out = v;
+    return true;
+}
+
+ApiError invalid_paging(const char *what)
+{
+    return api_errors::make(400, "invalid_paging",
+                            std::string(what) + " must be a whole number from 1 to " +
+                                std::to_string(std::string(what) == "page_size"
+                                                   ? settings::max_page_size
+                                                   : max_page));
+}
+
+// Reads a POST body into the call. An empty body is a call without parameters (curl -X POST).
+ApiError read_json_body(const std::string &body, CallRequest &call, bool &page_given,
+                        bool &size_given)
+{
+    if (body.find_first_not_of(" \t\r\n") == std::string::npos)
+        return ApiError();
+    json_body::Value root;
+    std::string error;
+    if (!json_body::parse(body, root, error))
+        return api_errors::make(400, "invalid_body", "the body is not valid JSON: " + error);
+    if (root.kind != json_body::Value::Kind::object)
+        return api_errors::make(400, "invalid_body", "the body must be a JSON object");
+    using Kind = json_body::Value::Kind;
+    for (const auto &[field, value] : root.members) {
+        if (field == "params") {
+            if (value.kind != Kind::object)
+                return api_errors::make(400, "invalid_body", "\"params\" must be a JSON object");
+            for (const auto &[name, v] : value.members) {
+                // Every kind reaches the parameter's input function as text: numbers as written,
+                // strings decoded, objects and arrays as JSON text; null is SQL NULL.
+                CallParam p;
+                p.name = name;
+                p.is_null = v.kind == Kind::null;
+                p.value = v.text;
+                call.params.push_back(std::move(p));
+            }
+        } else if (field == "page" || field == "page_size") {
+            bool is_page = field == "page";
+            long max = is_page ? max_page : settings::max_page_size;
+            if (value.kind != Kind::number ||
+                !parse_positive(value.text, max, is_page ? call.page : call.page_size))
+                return invalid_paging(field.c_str());
+            (is_page ? page_given : size_given) = true;
+        } else {
+            ApiError e = api_errors::make(400, "invalid_body", "unknown field in the body");
+            e.errors.emplace_back(field, "unknown field; the body takes params, page and page_size");
+            return e;
+        }
+    }
+    return ApiError();
+}
+
+// Reads the query string into the call: page, page_size, and every other argument a parameter.
+ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &page_given,
+                           bool &size_given)
+{
+    for (const auto &arg : request.args) {
+        if (arg.first == "page" || arg.first == "page_size") {
+            bool is_page = arg.first == "page";
+            long max = is_page ? max_page : settings::max_page_size;
+            if (!parse_positive(arg.second, max, is_page ? call.page : call.page_size))
+                return invalid_paging(arg.first.c_str());
+            (is_page ? page_given : size_given) = true;
+        } else if (arg.first == "format") {
+            if (arg.second != "json")
+                return api_errors::make(400, "invalid_format", "the only format is json");
+        } else {
+            CallParam p;
+            p.name = arg.first;
+            p.value = arg.second;
+            call.params.push_back(std::move(p));
+        }
+    }
+    return ApiError();
+}
+
+} // namespace
+
+void write_error(HttpResponse &response, const ApiError &error, const std::string &request_id)
+{
+    response.status = error.status;
+    response.content_type = "application/json";
+    std::string &b = response.body;
+    b.clear();
+    b.append("{\"error\":");
+    json_text::append_string(b, error.message);
+    b.append(",\"code\":");
+    json_text::append_string(b, error.code);
+    b.append(",\"request_id\":");
+    json_text::append_string(b, request_id);
+    if (!error.errors.empty()) {
+        b.append(",\"errors\":{");
+        for (size_t i = 0; i < error.errors.size(); i++) {
+            if (i > 0)
+                b.push_back(',');
+            json_text::append_string(b, error.errors[i].first);
+            b.push_back(':');
+            json_text::append_string(b, error.errors[i].second);
+        }
+        b.push_back('}');
+    }
+    b.push_back('}');
+    if (!error.allow.empty())
+        response.add_header("Allow", error.allow);
+    if (error.status == 401)
+        response.add_header("WWW-Authenticate", "Bearer");
+}
+
+RequestHandler::RequestHandler(QueryRunner &runner) : runner_(runner), id_state_(0)
+{
+    if (RAND_bytes(reinterpret_cast<unsigned char *>(&id_state_), sizeof(id_state_)) != 1 ||
+        id_state_ == 0)
+        id_state_ = 0x9E3779B97F4A7C15ULL;
+}
+
+std::string RequestHandler::request_id(const HttpRequest &request)
+{
+    if (const std::string *given = request.header("x-request-id"))
+        if (valid_request_id(*given))
+            return *given;
+    // Ids only need to be unique enough to find a call in the logs, not secret.
+    id_state_ ^= id_state_ << 13;
+    id_state_ ^= id_state_ >> 7;
+    id_state_ ^= id_state_ << 17;
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(id_state_));
+    return buf;
+}
+
+std::string RequestHandler::client_ip(const HttpRequest &request)
+{
+    if (trusted_generation_ != settings::generation) {
+        std::string bad; // entries that do not parse are ignored (they trust nobody)
+        trusted_ = client_address::parse_list(
+            settings::trusted_proxies ? settings::trusted_proxies : "", bad);
+        trusted_generation_ = settings::generation;
+    }
+    // All lines, not the first: the client writes the first, a trusted proxy may append another.
+    std::string forwarded_for;
+    bool forwarded = request.header_list("x-forwarded-for", forwarded_for);
+    return client_address::resolve(request.client_address, forwarded ? &forwarded_for : nullptr,
+                                   trusted_);
+}
+
+void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse &response)
+{
+    std::string id = request_id(request);
+    ApiError e = status == 413 ? api_errors::make(413, "payload_too_large",
+                                                  "the request body is larger than " +
+                                                      std::to_string(settings::max_body_size) +
+                                                      " bytes")
+                               : api_errors::make(status, "invalid_request", "request refused");
+    write_error(response, e, id);
+    response.add_header("X-Request-Id", id);
+}
+
+void RequestHandler::handle(const HttpRequest &request, HttpResponse &response)
+{
+    std::string id = request_id(request);
+    response.add_header("X-Request-Id", id);
+    response.add_header("Cache-Control", "no-store");
+    const std::string &path = request.path;
+    if (path == "/health") {
+        if (request.method != "GET" && request.method != "HEAD") {
+            ApiError e = api_errors::make(405, "method_not_allowed", "use GET on /health");
+            e.allow = "GET, HEAD";
+            write_error(response, e, id);
+            return;
+        }
+        handle_health(response);
+        return;
+    }
+    if (path.compare(0, 3, "/q/") == 0 && path.size() > 3 &&
+        path.find('/', 3) == std::string::npos) {
+        handle_query(request, path.substr(3), response, id);
+        return;
+    }
+    write_error(response, api_errors::make(404, "not_found", "no such endpoint"), id);
+}
+
+// Answers without touching SPI or the catalog: it says the worker's loop is alive.
+void RequestHandler::handle_health(HttpResponse &response)
+{
+    response.status = 200;
+    response.body = "{\"status\":\"ok\",\"version\":\"" QUERYGATE_VERSION "\"}";
+}
+
+void RequestHandler::handle_query(const HttpRequest &request, const std::string &name,
+                                  HttpResponse &response, const std::string &id)
+{
+    if (request.method != "GET" && request.method != "POST") {
+        ApiError e = api_errors::make(405, "method_not_allowed", "use GET or POST on /q/{name}");
+        e.allow = "GET, POST";
+        write_error(response, e, id);
+        return;
+    }
+    CallRequest call;
+    call.query = name;
+    presented_credentials(request, call);
+    call.client_ip = client_ip(request);
+    call.request_id = id;
+    call.page_size = std::min<long>(settings::default_page_size, settings::max_page_size);
+    bool page_given = false, size_given = false;
+
+    // Without a key nothing else is looked at: the caller learns no more than 401.
+    if (call.secret.empty() && call.bearer_token.empty()) {
+        write_error(response, api_errors::unauthorized(), id);
+        return;
+    }
+    ApiError error = read_query_string(request, call, page_given, size_given);
+    if (!error.set() && request.method == "POST")
+        error = read_json_body(request.body, call, page_given, size_given);
+    if (error.set()) {
+        write_error(response, error, id);
+        return;
+    }
+    CallResult result = runner_.run(call);
+    if (result.error.set()) {
+        write_error(response, result.error, id);
+        return;
+    }
+    response.status = 200;
+    response.body = std::move(result.body);
+    response.add_header("X-Page", std::to_string(call.page));
+    response.add_header("X-Page-Size", std::to_string(call.page_size));
+    response.add_header("X-Has-More", result.has_more ? "true" : "false");
+}

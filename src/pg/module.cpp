@@ -1,0 +1,136 @@
+// The library's entry point: settings, the shared listening socket, and the HTTP workers.
+#include "pg/pg_headers.hpp"
+extern "C" {
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+}
+
+#include "http/listen_socket.hpp"
+#include "common/settings.hpp"
+#include "worker/wal_flusher.hpp"
+#include "worker/worker_load.hpp"
+
+#include <string>
+
+extern "C" {
+PG_MODULE_MAGIC;
+PGDLLEXPORT void _PG_init(void);
+PG_FUNCTION_INFO_V1(querygate_http_status_notice);
+}
+
+namespace {
+
+// True in every process forked from a postmaster that preloaded the library.
+bool preloaded = false;
+
+// Shared memory, requested and set up through PostgreSQL's hooks (chained). Only the workers'
+// load counts and the WAL flusher's state today; metrics and rate limits shared by all
+// workers are the next to ask here.
+shmem_request_hook_type prev_shmem_request = nullptr;
+shmem_startup_hook_type prev_shmem_startup = nullptr;
+
+void request_shmem()
+{
+    if (prev_shmem_request)
+        prev_shmem_request();
+    RequestAddinShmemSpace(worker_load::shmem_size());
+    RequestAddinShmemSpace(wal_flusher::shmem_size());
+}
+
+void startup_shmem()
+{
+    if (prev_shmem_startup)
+        prev_shmem_startup();
+    worker_load::shmem_init();
+    wal_flusher::shmem_init();
+}
+
+// One of querygate's background processes. Each has shared memory and a connection (the WAL
+// flusher's to no database, as PostgreSQL's logical replication launcher's, which is what shows it
+// in pg_stat_activity).
+void register_process(const char *function, const char *name, const char *type,
+                      BgWorkerStartTime start, int restart_seconds, Datum arg)
+{
+    BackgroundWorker worker{};
+    worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+    worker.bgw_start_time = start;
+    worker.bgw_restart_time = restart_seconds;
+    snprintf(worker.bgw_library_name, BGW_MAXLEN, "querygate");
+    snprintf(worker.bgw_function_name, BGW_MAXLEN, "%s", function);
+    snprintf(worker.bgw_name, BGW_MAXLEN, "%s", name);
+    snprintf(worker.bgw_type, BGW_MAXLEN, "%s", type);
+    worker.bgw_main_arg = arg;
+    RegisterBackgroundWorker(&worker);
+}
+
+void register_processes()
+{
+    // Consistent state, not recovery finished: workers also serve read-only calls on standbys.
+    for (int i = 0; i < settings::workers; i++) {
+        char name[BGW_MAXLEN];
+        snprintf(name, sizeof(name), "querygate http worker %d", i + 1);
+        register_process("querygate_http_worker_main", name, "querygate http worker",
+                         BgWorkerStart_ConsistentState, 5, Int32GetDatum(i));
+    }
+    // The WAL flusher (src/worker/wal_flusher.hpp), last, so that a server short of worker slots loses it
+    // rather than a worker. Not during recovery: nothing is written there, and a promoted standby
+    // starts it then.
+    register_process("querygate_wal_flusher_main", "querygate wal flusher", "querygate wal flusher",
+                     BgWorkerStart_RecoveryFinished, 1, 0);
+}
+
+} // namespace
+
+void _PG_init(void)
+{
+    settings::define(process_shared_preload_libraries_in_progress);
+    if (!process_shared_preload_libraries_in_progress)
+        return;
+    preloaded = true;
+    if (settings::workers == 0)
+        return;
+
+    std::string error;
+    int fd = listen_socket::open(settings::listen_addresses, settings::port, error);
+    if (fd < 0) {
+        // The server still starts: a busy HTTP port must not keep the database down.
+        ereport(WARNING, (errcode(ERRCODE_CONFIG_FILE_ERROR),
+                          errmsg("querygate HTTP is off: %s", error.c_str()),
+                          errhint("Set querygate.listen_addresses and querygate.port to a free "
+                                  "address and restart the server.")));
+        return;
+    }
+    listen_socket::shared_fd = fd;
+    prev_shmem_request = shmem_request_hook;
+    shmem_request_hook = request_shmem;
+    prev_shmem_startup = shmem_startup_hook;
+    shmem_startup_hook = startup_shmem;
+    register_processes();
+}
+
+// Called by the install script: tells the administrator whether this database is served over HTTP.
+Datum querygate_http_status_notice(PG_FUNCTION_ARGS)
+{
+    // WARNING, not NOTICE: while an extension script runs, PostgreSQL raises client_min_messages
+    // to WARNING, and an administrator who installed an HTTP gateway should hear that HTTP is off.
+    if (!preloaded) {
+        ereport(WARNING,
+                (errmsg("querygate is installed, but HTTP is off: the library is not in "
+                        "shared_preload_libraries"),
+                 errhint("Add 'querygate' to shared_preload_libraries in postgresql.conf and restart "
+                         "the server to start the HTTP workers.")));
+    } else {
+        const char *current = get_database_name(MyDatabaseId);
+        // settings::database is defined: the library was preloaded.
+        if (current != nullptr && strcmp(current, settings::database) != 0)
+            ereport(WARNING, (errmsg("the querygate HTTP workers serve database \"%s\", not \"%s\"",
+                                    settings::database, current),
+                             errhint("Set querygate.database to \"%s\" and restart the server to "
+                                     "serve this database.",
+                                     current)));
+    }
+    PG_RETURN_VOID();
+}

@@ -1,0 +1,117 @@
+// querygate.* settings. Each C variable starts at its default, as PostgreSQL's own do.
+#include "pg/pg_headers.hpp"
+extern "C" {
+#include "utils/guc.h"
+}
+
+#include "common/settings.hpp"
+
+#include <climits>
+
+namespace settings {
+
+char *database = nullptr;
+char *listen_addresses = nullptr;
+int port = 8080;
+int workers = 2;
+int statement_timeout = 5000;
+int max_page_size = 1000;
+int max_body_size = 1024 * 1024;
+bool allow_writes = false;
+bool group_commit = false;
+int busy_poll = 50;
+char *trusted_proxies = nullptr;
+char *jwt_secret = nullptr;
+char *jwt_issuer = nullptr;
+char *jwt_audience = nullptr;
+char *jwt_policy_claim = nullptr;
+char *jwt_tenant_claim = nullptr;
+char *tenant = nullptr;
+unsigned long generation = 1;
+
+namespace {
+
+void define_restart_only()
+{
+    DefineCustomStringVariable("querygate.database",
+                               "Database whose saved queries the HTTP workers serve.", nullptr,
+                               &database, "postgres", PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "querygate.listen_addresses", "Address the HTTP workers listen on.",
+        "One host name or IP address; \"*\" listens on every address.", &listen_addresses,
+        "127.0.0.1", PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.port", "TCP port the HTTP workers listen on.", nullptr, &port,
+                            8080, 1, 65535, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.workers", "Number of HTTP worker processes.",
+                            "Each worker runs one query at a time.", &workers, 2, 0, 128,
+                            PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+}
+
+void define_reloadable()
+{
+    DefineCustomIntVariable("querygate.statement_timeout",
+                            "Longest time a call's query may run; 0 turns the limit off.", nullptr,
+                            &statement_timeout, 5000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
+                            nullptr, nullptr);
+    DefineCustomIntVariable("querygate.max_page_size", "Largest page_size a call may ask for.",
+                            nullptr, &max_page_size, 1000, 1, 1000000, PGC_SIGHUP, 0, nullptr,
+                            nullptr, nullptr);
+    DefineCustomIntVariable("querygate.max_body_size", "Largest request body accepted.", nullptr,
+                            &max_body_size, 1024 * 1024, 1024, 1024 * 1024 * 1024, PGC_SIGHUP,
+                            GUC_UNIT_BYTE, nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable("querygate.allow_writes",
+                             "Allows calls that write, for policies granted writes.",
+                             "When off, every call runs in a read-only transaction.", &allow_writes,
+                             false, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable("querygate.group_commit",
+                             "Lets writes share WAL flushes, made by the WAL flusher process.",
+                             "Each answer still waits for its flush; a write is visible to direct "
+                             "SQL sessions before it is durable.",
+                             &group_commit, false, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.busy_poll",
+                            "Microseconds a worker that just answered keeps looking for the next "
+                            "request before it sleeps; 0 sleeps at once.",
+                            "It yields the CPU between looks, so other processes still run.",
+                            &busy_poll, 50, 0, 1000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "querygate.trusted_proxies",
+        "Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For header is believed.",
+        nullptr, &trusted_proxies, "", PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    // The HS256 key is a secret: only superusers can see or set it.
+    DefineCustomStringVariable("querygate.jwt_secret",
+                               "Key that verifies HS256 bearer tokens (at least 32 bytes).", nullptr,
+                               &jwt_secret, "", PGC_SIGHUP,
+                               GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE, nullptr,
+                               nullptr, nullptr);
+    DefineCustomStringVariable("querygate.jwt_issuer", "Required iss claim of bearer tokens.",
+                               "Empty: iss is not checked.", &jwt_issuer, "", PGC_SIGHUP, 0,
+                               nullptr, nullptr, nullptr);
+    DefineCustomStringVariable("querygate.jwt_audience", "Required aud claim of bearer tokens.",
+                               "Empty: aud is not checked.", &jwt_audience, "", PGC_SIGHUP, 0,
+                               nullptr, nullptr, nullptr);
+    DefineCustomStringVariable("querygate.jwt_policy_claim",
+                               "Bearer-token claim that names the caller's policy.", nullptr,
+                               &jwt_policy_claim, "policy", PGC_SIGHUP, 0, nullptr, nullptr,
+                               nullptr);
+    DefineCustomStringVariable("querygate.jwt_tenant_claim",
+                               "Bearer-token claim that names the caller's tenant.", nullptr,
+                               &jwt_tenant_claim, "tenant", PGC_SIGHUP, 0, nullptr, nullptr,
+                               nullptr);
+    // Set by the worker for each call (transaction-local); superuser-only, so neither a policy's
+    // role nor any other session can claim another tenant.
+    DefineCustomStringVariable("querygate.tenant", "The calling tenant, set for each HTTP call.",
+                               "Read it with current_setting('querygate.tenant', true).", &tenant,
+                               "", PGC_SUSET, GUC_NOT_IN_SAMPLE, nullptr, nullptr, nullptr);
+    MarkGUCPrefixReserved("querygate");
+}
+
+} // namespace
+
+void define(bool preloading)
+{
+    if (preloading)
+        define_restart_only();
+    define_reloadable();
+}
+
+} // namespace settings

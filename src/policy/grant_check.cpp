@@ -1,0 +1,133 @@
+// What a grant of a saved query to a policy requires: see grant_check.hpp.
+#include "policy/grant_check.hpp"
+
+#include "pg/pg_headers.hpp"
+extern "C" {
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+}
+
+#include "sql_api/catalog_access.hpp"
+#include "policy/query_analysis.hpp"
+#include "policy/role_rules.hpp"
+
+namespace {
+
+// The policy's and the query's columns a grant depends on, copied out of SPI's tuples.
+struct GrantInputs {
+    Oid run_as;
+    bool allow_superuser;
+    PolicyRows rules;
+    char *sql;
+    int nparams;
+    Oid *param_types;
+    char *search_path;
+    Oid saved_by;
+};
+
+void read_inputs(const char *policy, const char *query, GrantInputs *in)
+{
+    const char *args[2] = {policy, query};
+    if (catalog_exec_texts("SELECT p.run_as, p.allow_superuser, q.prepared_sql, "
+                           "q.param_types, q.search_path, q.saved_by "
+                           "FROM querygate.policy p, querygate.saved_query q "
+                           "WHERE p.name = $1 AND q.name = $2",
+                           2, args) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("policy \"%s\" or saved query \"%s\" does not exist", policy, query)));
+    HeapTuple tuple = SPI_tuptable->vals[0];
+    TupleDesc desc = SPI_tuptable->tupdesc;
+    bool isnull;
+    in->run_as = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &isnull));
+    in->allow_superuser = DatumGetBool(SPI_getbinval(tuple, desc, 2, &isnull));
+    in->sql = SPI_getvalue(tuple, desc, 3);
+    Datum *types;
+    deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)), REGTYPEOID,
+                      sizeof(Oid), true, TYPALIGN_INT, &types, nullptr, &in->nparams);
+    in->param_types = static_cast<Oid *>(palloc(sizeof(Oid) * Max(in->nparams, 1)));
+    for (int i = 0; i < in->nparams; i++)
+        in->param_types[i] = DatumGetObjectId(types[i]);
+    in->search_path = SPI_getvalue(tuple, desc, 5);
+    in->saved_by = DatumGetObjectId(SPI_getbinval(tuple, desc, 6, &isnull));
+    catalog_read_policy_rows(policy, CurrentMemoryContext, &in->rules);
+}
+
+} // namespace
+
+void check_grant(const char *policy, const char *query)
+{
+    GrantInputs in;
+    read_inputs(policy, query, &in);
+    char *role = role_name_or_oid(in.run_as);
+
+    if (!in.allow_superuser && role_is_privileged(in.run_as))
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("policy \"%s\" runs as \"%s\", a privileged role", policy, role),
+                        errdetail("%s", privileged_role_detail),
+                        errhint("Give the policy a role that holds only the privileges its queries "
+                                "need, or call querygate.set_policy(policy, allow_superuser => true) "
+                                "if that is really meant.")));
+    if (!may_act_as(in.saved_by, in.run_as))
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("saved query \"%s\" was saved by role \"%s\", which cannot act as \"%s\"",
+                        query, role_name_or_oid(in.saved_by), role),
+                 errdetail("Policy \"%s\" runs its queries as \"%s\", so a query granted to it must "
+                           "have been written by a superuser or a member of that role.",
+                           policy, role),
+                 errhint("Save the query again as such a role (querygate.save_query), then grant "
+                         "it.")));
+
+    QueryContext context;
+    QueryAnalysis analysis;
+    query_context_begin(&context, in.run_as, in.search_path);
+    analyze_query(in.sql, in.nparams, in.param_types, in.saved_by, &analysis);
+    query_context_end(&context);
+
+    if (analysis.untrusted != nullptr)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("saved query \"%s\" runs code that policy \"%s\"'s role does not trust",
+                               query, policy),
+                        errdetail("The %s.", analysis.untrusted),
+                        errhint("Code may run as a policy's role only if its author could act as "
+                                "that role: make the owner a member of \"%s\" (GRANT \"%s\" TO "
+                                "owner), make the function SECURITY DEFINER, or save the query with "
+                                "a search_path of schemas only such roles can create in.",
+                                role, role)));
+    // What the policy's masks would refuse at every call is refused now (mask_unresolvable,
+    // mask_expression, mask_predicate), with the same words a caller would get.
+    PlainDecision decision;
+    memset(&decision, 0, sizeof(decision));
+    decide_plain(&analysis, &in.rules, &decision);
+    if (decision.failed)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", decision.message)));
+    if (strncmp(decision.code, "mask_", 5) == 0)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("policy \"%s\" would refuse saved query \"%s\": %s", policy, query,
+                               decision.message),
+                        errdetail("Every call would be refused with %s.", decision.code),
+                        errhint("Return masked columns unchanged, or call querygate.set_policy(policy, "
+                                "mask_predicates => 'allow') if the policy trusts its queries.")));
+    if (!in.rules.has_allowed_tables)
+        return;
+    for (int r = 0; r < analysis.nrelations; r++) {
+        bool ok = false;
+        for (int a = 0; a < in.rules.nallowed && !ok; a++)
+            ok = in.rules.allowed[a] == analysis.relations[r].relid;
+        if (!ok)
+            ereport(ERROR,
+                    (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                     errmsg("saved query \"%s\" uses table \"%s.%s\", which policy \"%s\" does not "
+                            "allow",
+                            query, analysis.relations[r].schema, analysis.relations[r].name,
+                            policy),
+                     errhint("Add the table with querygate.allow_tables, or grant another query.")));
+    }
+    if (analysis.reads_database != nullptr)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("saved query \"%s\" calls %s, which can read any table, and policy "
+                               "\"%s\" has a table allow-list",
+                               query, analysis.reads_database, policy),
+                        errhint("Read the data through a view, and allow the view.")));
+}

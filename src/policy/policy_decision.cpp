@@ -1,0 +1,264 @@
+// What a policy decides about an analyzed query: see policy_decision.hpp. Plain C++: no
+// PostgreSQL call, only the analysis' plain data and the policy's rules.
+#include "policy/policy_decision.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#include <algorithm>
+
+namespace {
+
+std::string relation_text(const RelationRef &r)
+{
+    return std::string(r.schema) + "." + r.name;
+}
+
+std::string column_text(const SourceColumn &c)
+{
+    return std::string(c.schema) + "." + c.table + "." + c.column;
+}
+
+masking::Action action_of(const std::vector<masking::Rule> &rules, const SourceColumn &c)
+{
+    return masking::action_for(rules, c.schema, c.table, c.column);
+}
+
+void refuse(PolicyDecision &d, const char *code, std::string message)
+{
+    d.refusal_code = code;
+    d.refusal_message = std::move(message);
+}
+
+// Refuses a computation with a masked column (true when it did).
+bool refuse_computed(PolicyDecision &d, const PolicyRules &rules, const SourceColumn &c)
+{
+    if (c.computed == nullptr || action_of(rules.masks, c) == masking::Action::none)
+        return false;
+    refuse(d, "mask_expression",
+           "the query computes with the masked column " + column_text(c) + " (" + c.computed +
+               "); a masked value may only be returned unchanged");
+    return true;
+}
+
+const struct {
+    int op;
+    const char *name;
+} write_op_names[] = {
+    {WRITE_INSERT, "insert"},
+    {WRITE_UPDATE, "update"},
+    {WRITE_DELETE, "delete"},
+    {WRITE_MERGE, "merge"},
+};
+static_assert(sizeof(write_op_names) / sizeof(write_op_names[0]) == write_op_count,
+              "write_op_count (policy_decision.hpp) must count the table");
+
+} // namespace
+
+const char *write_op_name(int index)
+{
+    return write_op_names[index].name;
+}
+
+int write_op_bit(int index)
+{
+    return write_op_names[index].op;
+}
+
+int write_op_from_name(const char *op)
+{
+    for (const auto &w : write_op_names)
+        if (std::strcmp(w.name, op) == 0)
+            return w.op;
+    return 0;
+}
+
+PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
+{
+    PolicyDecision d;
+
+    // The masking action of every output column, the strictest over all of its sources. Filled
+    // even when the query is refused, so that explain can show it.
+    d.column_actions.reserve(analysis.noutputs);
+    for (int i = 0; i < analysis.noutputs; i++) {
+        const OutputLineage &out = analysis.outputs[i];
+        masking::Action action = masking::Action::none;
+        for (int s = 0; s < out.nsources && !rules.masks.empty(); s++)
+            action = std::max(action, action_of(rules.masks, out.sources[s]));
+        d.column_actions.push_back(action);
+    }
+
+    // 0. Code whose author could not act as the policy's role never runs as it (code_trust.hpp).
+    if (analysis.untrusted != nullptr) {
+        // The reason names roles and schemas, which are the administrator's business:
+        // querygate.explain shows it.
+        refuse(d, "untrusted_code",
+               "the query runs code that its policy's role does not trust (querygate.explain "
+               "says why)");
+        return d;
+    }
+
+    // 1. The table allow-list: every relation the statement names, and no function that can read
+    // any table by itself (query_to_xml, a user-defined function).
+    if (rules.has_allowed_tables) {
+        for (int i = 0; i < analysis.nrelations; i++) {
+            const RelationRef &r = analysis.relations[i];
+            if (std::find(rules.allowed_tables.begin(), rules.allowed_tables.end(), r.relid) ==
+                rules.allowed_tables.end()) {
+                refuse(d, "table_not_allowed",
+                       "the policy does not allow the table " + relation_text(r));
+                return d;
+            }
+        }
+        if (analysis.reads_database != nullptr) {
+            refuse(d, "table_not_allowed",
+                   std::string("the query calls ") + analysis.reads_database +
+                       ", which can read any table, and the policy has a table allow-list");
+            return d;
+        }
+    }
+
+    // 2. Writes: every write the statement makes, at any level; and a read writes nothing anywhere,
+    // not even where a read-only transaction does not look (notifications, large objects).
+    int extra = analysis.write_ops & ~rules.write_ops;
+    for (const auto &w : write_op_names)
+        if (extra & w.op) {
+            refuse(d, "write_op_not_allowed", std::string("the policy does not allow ") + w.name);
+            return d;
+        }
+    if (analysis.write_ops == 0 && analysis.writes_outside != nullptr) {
+        refuse(d, "read_only",
+               std::string("this call may not write, and the query calls ") +
+                   analysis.writes_outside + ", which writes");
+        return d;
+    }
+
+    if (rules.masks.empty())
+        return d;
+
+    // 3. An output column whose sources cannot be known is never served under a masking policy.
+    for (int i = 0; i < analysis.noutputs; i++) {
+        const OutputLineage &out = analysis.outputs[i];
+        if (out.unresolvable != nullptr) {
+            refuse(d, "mask_unresolvable",
+                   std::string("the sources of column \"") + out.name +
+                       "\" cannot be known (" + out.unresolvable +
+                       "), and the policy masks columns");
+            return d;
+        }
+    }
+
+    // 4. Statistics keep copies of column values that no lineage leads back to their columns.
+    if (analysis.value_copies != nullptr) {
+        refuse(d, "mask_unresolvable",
+               std::string("the query reads ") + analysis.value_copies +
+                   ", which holds copies of column values, and the policy masks columns");
+        return d;
+    }
+
+    // 5. A masked value may reach the answer only unchanged: a value computed from it (an
+    // output, or what a write assigns) can differ, fail or take time by the hidden value, which
+    // no mask of the result can hide (value_use.hpp).
+    if (!rules.mask_predicates_allowed) {
+        for (int i = 0; i < analysis.noutputs; i++) {
+            const OutputLineage &out = analysis.outputs[i];
+            for (int s = 0; s < out.nsources; s++)
+                if (refuse_computed(d, rules, out.sources[s]))
+                    return d;
+        }
+        for (int i = 0; i < analysis.nunselected; i++)
+            if (refuse_computed(d, rules, analysis.unselected[i]))
+                return d;
+        for (int i = 0; i < analysis.nwrites; i++) {
+            const WriteLineage &w = analysis.writes[i];
+            const masking::Action target = action_of(rules.masks, w.target);
+            for (int s = 0; s < w.nsources; s++) {
+                if (refuse_computed(d, rules, w.sources[s]))
+                    return d;
+                // A masked value written where the policy masks less would be read back clear.
+                if (action_of(rules.masks, w.sources[s]) > target) {
+                    refuse(d, "mask_expression",
+                           "the query copies the masked column " + column_text(w.sources[s]) +
+                               " into " + column_text(w.target) + ", which the policy masks less");
+                    return d;
+                }
+            }
+            if (w.unresolvable != nullptr) {
+                refuse(d, "mask_unresolvable",
+                       std::string("the sources of a value written to ") + column_text(w.target) +
+                           " cannot be known (" + w.unresolvable + "), and the policy masks columns");
+                return d;
+            }
+        }
+    }
+
+    // 6. A masked column compared (a filter, join, grouping, sort, DISTINCT, set operation,
+    // conflict target) lets the caller learn it.
+    if (!rules.mask_predicates_allowed) {
+        for (int i = 0; i < analysis.npredicates; i++) {
+            const SourceColumn &c = analysis.predicates[i];
+            if (action_of(rules.masks, c) != masking::Action::none) {
+                refuse(d, "mask_predicate",
+                       "the query filters, joins, groups, sorts or compares rows on the masked "
+                       "column " +
+                           column_text(c));
+                return d;
+            }
+        }
+        if (analysis.predicate_unresolvable != nullptr) {
+            refuse(d, "mask_predicate",
+                   std::string("the query filters, joins, groups, sorts or compares rows on a "
+                               "column whose sources cannot be known (") +
+                       analysis.predicate_unresolvable + "), and the policy masks columns");
+            return d;
+        }
+    }
+    return d;
+}
+
+namespace {
+
+void copy_text(char *to, size_t size, const std::string &from)
+{
+    std::snprintf(to, size, "%s", from.c_str());
+}
+
+} // namespace
+
+void decide_plain(const QueryAnalysis *analysis, const PolicyRows *rows, PlainDecision *out) noexcept
+{
+    try {
+        PolicyRules rules;
+        rules.has_allowed_tables = rows->has_allowed_tables;
+        rules.allowed_tables.assign(rows->allowed, rows->allowed + (rows->allowed ? rows->nallowed : 0));
+        rules.write_ops = rows->write_ops;
+        rules.mask_predicates_allowed = rows->mask_predicates_allowed;
+        for (int i = 0; i < rows->nrules; i++) {
+            masking::Rule rule;
+            std::string error;
+            if (!rows->patterns[i] || !rows->actions[i] ||
+                !masking::parse_pattern(rows->patterns[i], rule.pattern, error) ||
+                !masking::parse_action(rows->actions[i], rule.action)) {
+                out->failed = true;
+                copy_text(out->message, sizeof(out->message),
+                          std::string("the policy holds an invalid mask rule \"") +
+                              (rows->patterns[i] ? rows->patterns[i] : "") + "\"");
+                return;
+            }
+            rules.masks.push_back(std::move(rule));
+        }
+        PolicyDecision decision = decide(*analysis, rules);
+        copy_text(out->code, sizeof(out->code), decision.refusal_code);
+        copy_text(out->message, sizeof(out->message), decision.refusal_message);
+        for (int i = 0; out->actions != nullptr && i < analysis->noutputs; i++)
+            out->actions[i] = i < static_cast<int>(decision.column_actions.size())
+                                  ? decision.column_actions[i]
+                                  : masking::Action::none;
+    } catch (const std::exception &e) {
+        out->failed = true;
+        copy_text(out->message, sizeof(out->message), e.what());
+    } catch (...) {
+        out->failed = true;
+        copy_text(out->message, sizeof(out->message), "the policy decision failed");
+    }
+}

@@ -1,0 +1,68 @@
+// What a policy decides about an analyzed query: refused (and why, with the API's code), or allowed
+// with one masking action per output column. Plain C++ over a QueryAnalysis: no PostgreSQL call,
+// so the worker computes it once per (policy, query, plan) and explain shows the same decision.
+#pragma once
+
+#include "rules/mask_rules.hpp"
+#include "policy/query_analysis.hpp"
+
+#include <string>
+#include <vector>
+
+struct PolicyRules {
+    bool has_allowed_tables = false;
+    std::vector<Oid> allowed_tables;
+    int write_ops = 0; // WriteOp bits the policy may use
+    std::vector<masking::Rule> masks;
+    bool mask_predicates_allowed = false;
+};
+
+struct PolicyDecision {
+    // Empty when allowed; else "untrusted_code", "table_not_allowed", "write_op_not_allowed",
+    // "read_only", "mask_unresolvable", "mask_expression" or "mask_predicate" (all HTTP 403), with
+    // a message for the caller naming the table, column or function.
+    std::string refusal_code;
+    std::string refusal_message;
+    // One per QueryAnalysis output, in order.
+    std::vector<masking::Action> column_actions;
+
+    bool refused() const { return !refusal_code.empty(); }
+};
+
+// The write operations by name, in one table: "insert", "update", "delete", "merge".
+constexpr int write_op_count = 4;
+const char *write_op_name(int index);   // the name of the index-th operation
+int write_op_bit(int index);            // its WriteOp bit
+int write_op_from_name(const char *op); // the bit for a name, 0 for anything else
+
+// Checks, in this order: code the policy's role does not trust, the table allow-list (relations and
+// functions that read the database), the write operations (and, for a read, functions that write
+// anyway), then, only when the policy has any mask rule, unresolvable output columns, statistics,
+// masked columns computed with on their way to an output or an assignment (unless allowed) and
+// masked columns in predicates (unless allowed); and the strictest matching mask action for each
+// output column, over all of its sources.
+PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules);
+
+// A policy's rules as the catalog holds them (mask rules as text), plain palloc'd data that the
+// administration functions read with SPI (catalog_read_policy_rows), and the decision made from
+// them as plain data: grant_query and explain decide exactly as a worker does.
+struct PolicyRows {
+    bool has_allowed_tables;
+    int nallowed;
+    Oid *allowed;
+    int write_ops;
+    bool mask_predicates_allowed;
+    int nrules;
+    char **patterns;
+    char **actions;
+};
+
+struct PlainDecision {
+    bool failed; // the decision itself failed (message in message)
+    char code[64];
+    char message[1024];
+    masking::Action *actions; // one per output, allocated by the caller (or nullptr)
+};
+
+// decide() over PolicyRows. No PostgreSQL call in it, and no exception out of it.
+void decide_plain(const QueryAnalysis *analysis, const PolicyRows *rows, PlainDecision *out) noexcept;

@@ -1,0 +1,102 @@
+// What a saved query touches, writes and returns, found by PostgreSQL's own analyzer and rewriter:
+// the relations it reads or writes at every level (for table allow-lists), the writes it makes
+// (for write grants), the base columns each output column derives from (for masking by lineage),
+// and the base columns its predicates use (for mask_predicate). Computed once per kept plan.
+// PostgreSQL-style code: analyze_query ereports on error and allocates in CurrentMemoryContext.
+#pragma once
+
+#include "pg/pg_headers.hpp"
+extern "C" {
+#include "access/attnum.h"
+}
+
+#include "policy/code_trust.hpp"
+
+// A base column: a relation's attribute, with names for rules and messages.
+struct SourceColumn {
+    Oid relid;
+    AttrNumber attnum; // > 0
+    char *schema;
+    char *table;
+    char *column;
+    // In an output's lineage: NULL when the value reaches the output unchanged; else what computed
+    // with it on the way (value_use.hpp: "lower()", "operator +", ...).
+    const char *computed;
+};
+
+// A column a write assigns (INSERT, UPDATE SET, ON CONFLICT DO UPDATE, MERGE) and the base columns
+// its value derives from (`computed` set when computed with on the way).
+struct WriteLineage {
+    SourceColumn target;
+    int nsources;
+    SourceColumn *sources;
+    char *unresolvable;
+};
+
+struct RelationRef {
+    Oid relid;
+    char *schema;
+    char *name;
+};
+
+struct OutputLineage {
+    char *name;            // the output column's name, as in the response
+    int nsources;
+    SourceColumn *sources; // deduplicated; none for a constant or count(*)
+    char *unresolvable;    // NULL, or why its sources cannot be known (a function in FROM, ...)
+};
+
+enum WriteOp { WRITE_INSERT = 1, WRITE_UPDATE = 2, WRITE_DELETE = 4, WRITE_MERGE = 8 };
+
+struct QueryAnalysis {
+    // Every relation read or written at any level (joins, subqueries in FROM, WHERE and the select
+    // list, CTEs, LATERAL, set operations, DML targets, RETURNING), views counted as themselves:
+    // from the analyzed tree, before view expansion. Deduplicated.
+    int nrelations;
+    RelationRef *relations;
+    int write_ops;     // WriteOp bits at any level (data-modifying CTEs included)
+    bool returns_rows; // a SELECT or VALUES, or a write with RETURNING
+    // The top-level statement's output columns (RETURNING for a write), in order, traced through
+    // the rewritten tree (views expanded) to base columns.
+    int noutputs;
+    OutputLineage *outputs;
+    // Base columns used in WHERE, JOIN conditions, GROUP BY, HAVING, ORDER BY, DISTINCT (ON or
+    // not), window PARTITION BY / ORDER BY, LIMIT / OFFSET, the arguments of functions in FROM,
+    // ON CONFLICT targets, MERGE conditions, every column of a UNION, INTERSECT or EXCEPT (not
+    // UNION ALL), and the columns a constraint compares when a write assigns (a unique or
+    // exclusion index or a check over the column, the column a foreign key references), at every
+    // level of the rewritten tree. Deduplicated.
+    int npredicates;
+    SourceColumn *predicates;
+    char *predicate_unresolvable; // NULL, or why a predicate's columns cannot be known
+    // Base columns computed with in expressions that run although no output shows them (every
+    // output of a CTE; set-returning or volatile outputs of subqueries), with what computed.
+    int nunselected;
+    SourceColumn *unselected;
+    // Every column a write assigns, at any level (data-modifying CTEs, rule actions), with the
+    // lineage of its value. (The columns its constraints compare are among the predicates.)
+    int nwrites;
+    WriteLineage *writes;
+    // Every relation in the rewritten tree, views and base tables: when any of them changes, this
+    // analysis is stale.
+    int ndepends;
+    Oid *depends;
+    // Why the statement runs code the current user may not trust (code_trust.hpp), or NULL; and the
+    // functions and domains that judgement depends on.
+    char *untrusted;
+    TrustDepends trust_depends;
+    // The first function the statement itself calls (views count as themselves) that can read the
+    // database by itself (function_effects.hpp), as "name()", or NULL.
+    char *reads_database;
+    // The first function anywhere in the rewritten statement that writes where a read-only
+    // transaction does not stop it, or NULL.
+    char *writes_outside;
+    // A catalog relation holding copies of column values (pg_statistic, pg_statistic_ext_data)
+    // that the rewritten statement reads, or NULL.
+    char *value_copies;
+};
+
+// Analyzes sql ($1..$n of the given types) as the current user, with the current search_path; code
+// trust (code_trust.hpp) is judged for the current user and a query saved by saved_by.
+void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid saved_by,
+                   QueryAnalysis *out);

@@ -1,0 +1,332 @@
+// The governance SQL API: allow_tables, mask, unmask, grant_writes, set_policy, set_jwks,
+// isolate_tenant; and the parameter-rule checks save_query makes. Each function that changes a
+// policy requires a caller who may act as the policy's role (catalog_require_policy_actor).
+// PostgreSQL-style code (no C++ objects with destructors alive across a PostgreSQL call); the pure
+// C++ validators are called through small functions that return a palloc'd message.
+#include "pg/pg_headers.hpp"
+extern "C" {
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+}
+
+#include "sql_api/catalog_access.hpp"
+#include "sql_api/governance.hpp"
+#include "auth/jwt.hpp"
+#include "rules/mask_rules.hpp"
+#include "rules/param_rules.hpp"
+#include "policy/query_analysis.hpp"
+
+extern "C" {
+PG_FUNCTION_INFO_V1(querygate_allow_tables);
+PG_FUNCTION_INFO_V1(querygate_mask);
+PG_FUNCTION_INFO_V1(querygate_unmask);
+PG_FUNCTION_INFO_V1(querygate_grant_writes);
+PG_FUNCTION_INFO_V1(querygate_set_policy);
+PG_FUNCTION_INFO_V1(querygate_set_jwks);
+PG_FUNCTION_INFO_V1(querygate_isolate_tenant);
+}
+
+namespace {
+
+// Pure C++ validators, wrapped so that no C++ object outlives the call: each returns nullptr or a
+// palloc'd problem.
+char *normalise_pattern(const char *text, char **normalised)
+{
+    masking::Pattern p;
+    std::string error;
+    if (!masking::parse_pattern(text, p, error))
+        return pstrdup(error.c_str());
+    *normalised = pstrdup(masking::pattern_text(p).c_str());
+    return nullptr;
+}
+
+char *normalise_action(const char *text, const char **name)
+{
+    masking::Action a;
+    if (!masking::parse_action(text, a))
+        return pstrdup("action must be hash, mask, null or drop");
+    *name = masking::action_name(a);
+    return nullptr;
+}
+
+char *check_jwks(const char *json)
+{
+    jwt::Verifier verifier;
+    jwt::Config config;
+    config.jwks_json = json;
+    std::string error;
+    if (!verifier.configure(config, error))
+        return pstrdup(error.c_str());
+    return nullptr;
+}
+
+} // namespace
+
+char *validate_param_rules(const char *json, const AnalyzedQuery *query, ParamPatterns *patterns)
+{
+    std::vector<param_rules::Rule> rules;
+    std::string error;
+    if (!param_rules::parse(json, rules, error))
+        return pstrdup(error.c_str());
+    for (const param_rules::Rule &r : rules) {
+        bool found = false;
+        for (int i = 0; i < query->nparams; i++)
+            found = found || r.name == query->param_names[i];
+        if (!found)
+            return psprintf("parameter \"%s\" has rules but is not used in the query",
+                            r.name.c_str());
+    }
+    patterns->n = 0;
+    patterns->names = static_cast<char **>(palloc0(sizeof(char *) * (rules.size() + 1)));
+    patterns->patterns = static_cast<char **>(palloc0(sizeof(char *) * (rules.size() + 1)));
+    patterns->defaults = static_cast<char **>(palloc0(sizeof(char *) * (rules.size() + 1)));
+    for (const param_rules::Rule &r : rules) {
+        if (r.pattern.empty())
+            continue;
+        patterns->names[patterns->n] = pstrdup(r.name.c_str());
+        patterns->patterns[patterns->n] = pstrdup(r.pattern.c_str());
+        patterns->defaults[patterns->n] =
+            r.has_default && !r.default_is_null ? pstrdup(r.default_text.c_str()) : nullptr;
+        patterns->n++;
+    }
+    return nullptr;
+}
+
+bool pattern_matches_whole(const char *pattern, const char *value)
+{
+    // PostgreSQL's own regular expressions (the ~ operator), anchored to the whole value.
+    char *anchored = psprintf("^(?:%s)$", pattern);
+    return DatumGetBool(DirectFunctionCall2Coll(textregexeq, C_COLLATION_OID,
+                                                CStringGetTextDatum(value),
+                                                CStringGetTextDatum(anchored)));
+}
+
+Datum querygate_allow_tables(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
+    // Stored as regclass[], which a dump writes by name.
+    Oid types[2] = {TEXTOID, REGCLASSARRAYOID};
+    Datum values[2] = {CStringGetTextDatum(policy), (Datum)0};
+    bool nulls[2] = {false, PG_ARGISNULL(1)};
+    if (!PG_ARGISNULL(1)) {
+        ArrayType *tables = PG_GETARG_ARRAYTYPE_P(1);
+        if (ARR_NDIM(tables) > 1 || array_contains_nulls(tables))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("tables must be a one-dimensional array without nulls")));
+        values[1] = PointerGetDatum(tables);
+    }
+    CatalogSession session;
+    catalog_session_begin(&session);
+    catalog_require_policy_actor(&session, policy);
+    catalog_exec("UPDATE querygate.policy SET allowed_tables = $2 WHERE name = $1", 2, types,
+                 values, nulls);
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_mask(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
+    char *pattern = sql_text_arg(fcinfo, 1, "the column pattern");
+    char *action = sql_text_arg(fcinfo, 2, "the action");
+    char *normalised = nullptr;
+    const char *action_name = nullptr;
+    char *problem = normalise_pattern(pattern, &normalised);
+    if (problem == nullptr)
+        problem = normalise_action(action, &action_name);
+    if (problem != nullptr)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("invalid mask rule \"%s\": %s", pattern, problem)));
+    CatalogSession session;
+    catalog_session_begin(&session);
+    catalog_require_policy_actor(&session, policy);
+    const char *args[3] = {policy, normalised, action_name};
+    catalog_exec_texts("INSERT INTO querygate.mask_rule (policy, pattern, action) "
+                       "VALUES ($1, $2, $3) ON CONFLICT (policy, pattern) "
+                       "DO UPDATE SET action = excluded.action",
+                       3, args);
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_unmask(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
+    char *pattern = sql_text_arg(fcinfo, 1, "the column pattern");
+    char *normalised = nullptr;
+    if (char *problem = normalise_pattern(pattern, &normalised))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("invalid column pattern \"%s\": %s", pattern, problem)));
+    CatalogSession session;
+    catalog_session_begin(&session);
+    catalog_require_policy_actor(&session, policy);
+    const char *args[2] = {policy, normalised};
+    if (catalog_exec_texts("DELETE FROM querygate.mask_rule WHERE policy = $1 AND pattern = $2", 2,
+                           args) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("policy \"%s\" has no mask rule \"%s\"", policy, normalised)));
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_grant_writes(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
+    StringInfoData ops;
+    initStringInfo(&ops);
+    if (!PG_ARGISNULL(1)) {
+        Datum *items;
+        bool *item_nulls;
+        int n;
+        deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT, &items,
+                          &item_nulls, &n);
+        static const char *const known[] = {"insert", "update", "delete", "merge"};
+        for (const char *op : known)
+            for (int i = 0; i < n; i++) {
+                if (item_nulls[i])
+                    ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                                    errmsg("write operations must not be null")));
+                if (pg_strcasecmp(TextDatumGetCString(items[i]), op) == 0) {
+                    appendStringInfo(&ops, "%s%s", ops.len ? "," : "", op);
+                    break;
+                }
+            }
+        for (int i = 0; i < n; i++) {
+            char *op = TextDatumGetCString(items[i]);
+            bool ok = false;
+            for (const char *k : known)
+                ok = ok || pg_strcasecmp(op, k) == 0;
+            if (!ok)
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("unknown write operation \"%s\"", op),
+                                errhint("The operations are insert, update, delete and merge.")));
+        }
+    }
+    CatalogSession session;
+    catalog_session_begin(&session);
+    catalog_require_policy_actor(&session, policy);
+    const char *args[2] = {policy, ops.len ? ops.data : nullptr};
+    catalog_exec_texts("UPDATE querygate.policy SET write_ops = pg_catalog.string_to_array($2, ',') "
+                       "WHERE name = $1",
+                       2, args);
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_set_policy(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
+    CatalogSession session;
+    catalog_session_begin(&session);
+    catalog_require_policy_actor(&session, policy);
+    if (!PG_ARGISNULL(1)) {
+        char *mode = text_to_cstring(PG_GETARG_TEXT_PP(1));
+        if (strcmp(mode, "refuse") != 0 && strcmp(mode, "allow") != 0)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("mask_predicates must be 'refuse' or 'allow'")));
+        const char *args[2] = {policy, mode};
+        catalog_exec_texts("UPDATE querygate.policy SET mask_predicates = $2 WHERE name = $1", 2,
+                           args);
+    }
+    // Whether the policy's role may be a superuser or a BYPASSRLS role: only someone who may act
+    // as that role gets here (catalog_require_policy_actor), so only such a person can say yes.
+    if (!PG_ARGISNULL(2)) {
+        const char *args[2] = {policy, PG_GETARG_BOOL(2) ? "true" : "false"};
+        catalog_exec_texts("UPDATE querygate.policy SET allow_superuser = $2::pg_catalog.bool "
+                           "WHERE name = $1",
+                           2, args);
+    }
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_set_jwks(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    // A token's claim picks its policy, so whoever chooses the keys that sign tokens can act as
+    // every policy's role, present and future: that is a superuser's power (so is
+    // querygate.jwt_secret, a superuser-only setting).
+    if (!superuser())
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("permission denied to set the JWKS document"),
+                        errdetail("A token's claim chooses its policy, so the JWKS document decides "
+                                  "who may act as every policy's role."),
+                        errhint("Only a superuser may call querygate.set_jwks.")));
+    CatalogSession session;
+    if (PG_ARGISNULL(0)) {
+        catalog_session_begin(&session);
+        catalog_exec("DELETE FROM querygate.jwks", 0, nullptr, nullptr, nullptr);
+        catalog_session_end(&session);
+        PG_RETURN_VOID();
+    }
+    Jsonb *jwks = PG_GETARG_JSONB_P(0);
+    char *text = JsonbToCString(nullptr, &jwks->root, VARSIZE(jwks));
+    if (char *problem = check_jwks(text))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("invalid JWKS document: %s", problem)));
+    catalog_session_begin(&session);
+    Oid types[1] = {JSONBOID};
+    Datum values[1] = {PG_GETARG_DATUM(0)};
+    catalog_exec("INSERT INTO querygate.jwks (keys) VALUES ($1) "
+                 "ON CONFLICT (id) DO UPDATE SET keys = excluded.keys",
+                 1, types, values, nullptr);
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+Datum querygate_isolate_tenant(PG_FUNCTION_ARGS)
+{
+    require_admin();
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                        errmsg("the table and the column must not be null")));
+    Oid table = PG_GETARG_OID(0);
+    char *column = NameStr(*PG_GETARG_NAME(1));
+    AttrNumber attnum = get_attnum(table, column);
+    if (attnum == InvalidAttrNumber)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                        errmsg("column \"%s\" of table \"%s\" does not exist", column,
+                               get_rel_name(table))));
+    char *qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(table)),
+                                                 get_rel_name(table));
+    char *col = const_cast<char *>(quote_identifier(column));
+    char *coltype = format_type_be(get_atttype(table, attnum));
+    // The caller's own rights (they must own the table); only the search_path is fixed, so the
+    // policy's expressions resolve to pg_catalog.
+    char *tenant = psprintf("NULLIF(pg_catalog.current_setting('querygate.tenant', true), '')::%s",
+                            coltype);
+    const char *statements[] = {
+        psprintf("ALTER TABLE %s ENABLE ROW LEVEL SECURITY", qualified),
+        psprintf("ALTER TABLE %s FORCE ROW LEVEL SECURITY", qualified),
+        psprintf("DROP POLICY IF EXISTS querygate_tenant ON %s", qualified),
+        psprintf("CREATE POLICY querygate_tenant ON %s USING (%s OPERATOR(pg_catalog.=) %s) "
+                 "WITH CHECK (%s OPERATOR(pg_catalog.=) %s)",
+                 qualified, col, tenant, col, tenant),
+        psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s", qualified, col, tenant),
+    };
+    int nest = NewGUCNestLevel();
+    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    if (SPI_connect() != SPI_OK_CONNECT)
+        elog(ERROR, "querygate: SPI_connect failed");
+    for (const char *sql : statements)
+        if (SPI_execute(sql, false, 0) < 0)
+            elog(ERROR, "querygate: could not run \"%s\"", sql);
+    SPI_finish();
+    AtEOXact_GUC(true, nest);
+    PG_RETURN_VOID();
+}

@@ -1,0 +1,268 @@
+// The HTTP worker process: one thread, one event loop, the worker_spi way.
+//
+// libmicrohttpd runs without a thread of its own (external epoll). Its epoll fd sits in a
+// WaitEventSet beside the process latch and postmaster death; MHD_get_timeout bounds the wait; and
+// MHD_run, called on this thread, runs every request callback, so SPI and every other PostgreSQL
+// call happen here only. Signals as worker_spi handles them: SIGHUP sets a flag and the latch and
+// the loop reloads settings; SIGTERM (die) makes the next CHECK_FOR_INTERRUPTS end the process,
+// cancelling a running query on the way. A worker serves one call at a time; between calls it
+// accepts new connections when it holds the fewest (src/http/accept_gate.hpp). After a round that
+// answered something it may look for the next request for a few microseconds before it sleeps
+// (querygate.busy_poll; src/http/busy_poll.hpp says when and why).
+#include "pg/pg_headers.hpp"
+extern "C" {
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/wait_event.h"
+}
+
+#include <sched.h>
+
+#include "http/accept_gate.hpp"
+#include "http/busy_poll.hpp"
+#include "http/http_server.hpp"
+#include "http/listen_socket.hpp"
+#include "call/query_runner.hpp"
+#include "http/request_handler.hpp"
+#include "common/settings.hpp"
+#include "worker/wal_flusher.hpp"
+#include "worker/worker_load.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <malloc.h>
+
+extern "C" {
+PGDLLEXPORT void querygate_http_worker_main(Datum main_arg);
+}
+
+namespace {
+
+void log_http(const char *message)
+{
+    ereport(LOG, (errmsg("querygate http: %s", message)));
+}
+
+// Takes the pending connection if this worker should (src/http/accept_gate.hpp), and publishes its
+// connection count for the other workers either way.
+void take_connection(HttpServer &server, AcceptGate &gate)
+{
+    const auto now = AcceptGate::Clock::now();
+    const unsigned mine = server.connections();
+    worker_load::publish(mine);
+    if (!gate.should_accept(mine, worker_load::fewest(), now))
+        return;
+    switch (server.accept_one()) {
+    case HttpServer::Accepted::one:
+        worker_load::publish(server.connections());
+        break;
+    case HttpServer::Accepted::none:
+        break;
+    case HttpServer::Accepted::out_of_resources: {
+        gate.out_of_resources(now);
+        // Once a minute at most: the condition can last, and the log must not grow with it.
+        static AcceptGate::Clock::time_point last_logged{};
+        if (last_logged == AcceptGate::Clock::time_point{} ||
+            now - last_logged >= std::chrono::minutes(1)) {
+            last_logged = now;
+            ereport(LOG, (errmsg("querygate http worker cannot accept connections: %s",
+                                 strerror(server.accept_error())),
+                          errhint("Raise the server's open-file limit (ulimit -n, LimitNOFILE), "
+                                  "or lower the number of client connections.")));
+        }
+        break;
+    }
+    }
+}
+
+// The earlier of two wait timeouts in ms, where -1 means none.
+long sooner(long a, long b)
+{
+    return a < 0 ? b : b < 0 ? a : std::min(a, b);
+}
+
+// The calls' statistics (rows changed, WAL, I/O) reach the cumulative statistics system only when
+// reported, which PostgresMain does for ordinary backends when idle; without it autovacuum would
+// never learn of querygate's writes. The same rhythm: a report at most once a second while busy
+// (PostgreSQL rate-limits it), and a forced one once the wait it asks for has passed while idle.
+class StatsReporter {
+  public:
+    // Reports what is due; returns the ms until the next report is due, -1 for none.
+    long report(AcceptGate::Clock::time_point now)
+    {
+        if (due_ != AcceptGate::Clock::time_point{} && now >= due_) {
+            due_ = {};
+            (void)pgstat_report_stat(true);
+            return -1;
+        }
+        const long wait = pgstat_report_stat(false);
+        if (wait <= 0) {
+            due_ = {};
+            return -1;
+        }
+        if (due_ == AcceptGate::Clock::time_point{})
+            due_ = now + std::chrono::milliseconds(wait);
+        return std::max(0L, static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  due_ - now).count()));
+    }
+
+  private:
+    AcceptGate::Clock::time_point due_{};
+};
+
+// Looks for ready events for up to querygate.busy_poll microseconds, yielding the CPU between
+// looks (sched_yield: the client, or any other process, gets the core meanwhile); 0 when none
+// came. When to look is BusyPoll's decision (src/http/busy_poll.hpp).
+int poll_briefly(WaitEventSet *set, WaitEvent *fired, int nfired)
+{
+    // A window of 0 (the setting turned off by a reload since the decision) looks no time at all.
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(settings::busy_poll);
+    while (std::chrono::steady_clock::now() < until) {
+        sched_yield();
+        if (int n = WaitEventSetWait(set, 0, fired, nfired, PG_WAIT_EXTENSION))
+            return n;
+    }
+    return 0;
+}
+
+// The loop. Errors outside a call (a failed wait) are promoted to FATAL by PostgreSQL in a
+// background worker, which exits this process only; the postmaster starts a new one.
+void serve()
+{
+    QueryRunner runner;
+    runner.start();
+    RequestHandler handler(runner);
+    HttpServer server(
+        listen_socket::shared_fd,
+        [&handler](const HttpRequest &req, HttpResponse &resp) { handler.handle(req, resp); },
+        [&handler](const HttpRequest &req, int status, HttpResponse &resp) {
+            handler.refuse(req, status, resp);
+        },
+        log_http);
+    if (!server.started())
+        ereport(FATAL, (errmsg("querygate http worker could not start: %s",
+                               server.start_error().c_str())));
+    server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
+    server.set_hold([&runner] { return runner.hold_until(); });
+
+    // Two sets of events: the latch, postmaster death and libmicrohttpd's epoll fd (its
+    // connections) in both, and the shared listening socket in one. The worker waits on the set
+    // without the socket while the accept gate leaves pending connections to other workers.
+    WaitEventSet *quiet = CreateWaitEventSet(TopMemoryContext, 3);
+    WaitEventSet *accepting = CreateWaitEventSet(TopMemoryContext, 4);
+    for (WaitEventSet *set : {quiet, accepting}) {
+        AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, nullptr);
+        AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, nullptr, nullptr);
+        AddWaitEventToSet(set, WL_SOCKET_READABLE, server.epoll_fd(), nullptr, nullptr);
+    }
+    const int listening =
+        AddWaitEventToSet(accepting, WL_SOCKET_READABLE, server.listen_fd(), nullptr, nullptr);
+    AcceptGate gate;
+    StatsReporter stats;
+    // Whether the WAL flusher knows this worker holds answers (it then sets the latch after each
+    // flush); told only on a change.
+    bool waiting = false;
+    auto set_waiting = [&waiting](bool now) {
+        if (now != waiting)
+            wal_flusher::set_waiting(waiting = now);
+    };
+
+    BusyPoll busy_poll;
+    bool look = false; // look for the next request before sleeping
+    for (;;) {
+        const auto now = AcceptGate::Clock::now();
+        const bool watching = gate.watching(now);
+        // Answers held for a flush: the flusher sets the latch once it has flushed; the short
+        // timeout only bounds a wake-up lost to a flush done by someone else.
+        long timeout = server.timeout_ms();
+        if (server.holding())
+            timeout = sooner(timeout, 10);
+        timeout = sooner(timeout, stats.report(now));
+        if (!watching)
+            timeout = sooner(timeout, gate.ms_until_watching(now));
+        WaitEvent fired[4];
+        WaitEventSet *set = watching ? accepting : quiet;
+        int n = 0;
+        if (look && timeout != 0) {
+            n = poll_briefly(set, fired, 4);
+            busy_poll.looked(n > 0);
+        }
+        if (n == 0)
+            n = WaitEventSetWait(set, timeout, fired, 4, PG_WAIT_EXTENSION);
+        for (int i = 0; i < n; i++) {
+            if (fired[i].events & WL_LATCH_SET)
+                ResetLatch(MyLatch);
+            if (watching && fired[i].pos == listening)
+                take_connection(server, gate);
+        }
+        // A cancel (pg_cancel_backend, or a statement timeout that fired just as a call ended) has
+        // nothing to cancel between calls; left pending, it would raise an error here, which a
+        // background worker turns into FATAL.
+        QueryCancelPending = false;
+        CHECK_FOR_INTERRUPTS();
+        if (ConfigReloadPending) {
+            ConfigReloadPending = false;
+            ProcessConfigFile(PGC_SIGHUP);
+            settings::generation++;
+            server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
+        }
+        runner.set_connections(server.connections());
+        const std::uint64_t answered = server.answered();
+        server.run();
+        look = settings::busy_poll > 0 && busy_poll.should_look(server.answered() != answered);
+        // Group commit: the round's writes go to the WAL flusher together (when none runs,
+        // end_round flushed them itself); answers whose writes are durable go out now. The
+        // flusher is told this worker waits before the flushed position is read, so that a flush
+        // finishing in between still wakes it.
+        runner.end_round();
+        if (server.holding()) {
+            set_waiting(true);
+            if (server.release_held(runner.flushed())) {
+                server.run();      // sends them, and serves what came meanwhile
+                runner.end_round();
+            }
+        }
+        if (!server.holding())
+            set_waiting(false);
+        worker_load::publish(server.connections());
+    }
+}
+
+} // namespace
+
+void querygate_http_worker_main(Datum main_arg)
+{
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, die);
+    BackgroundWorkerUnblockSignals();
+
+    BackgroundWorkerInitializeConnection(settings::database, nullptr, 0);
+    pgstat_report_appname("querygate");
+    if (listen_socket::shared_fd < 0)
+        ereport(FATAL, (errmsg("querygate http worker has no listening socket")));
+    worker_load::attach(DatumGetInt32(main_arg));
+    wal_flusher::attach(DatumGetInt32(main_arg));
+    // Keep freed memory in this process. A round of many connections frees a few hundred kB of
+    // request, response and libmicrohttpd pool memory at once; glibc then gives the top of the
+    // heap back to the kernel and the next round faults it in again (memset and page faults were
+    // most of a worker's time serving 100-row pages at 16 connections per worker: 560-960 us of
+    // CPU per call against 160-200 us at 4).
+    (void)mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+    (void)mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+
+    try {
+        serve();
+    } catch (const std::exception &e) {
+        // Nothing a caller sends should get here (callbacks catch); if it does, this worker ends
+        // with exit code 1, which restarts it alone, not every connection of the server.
+        ereport(LOG, (errmsg("querygate http worker stopping: %s", e.what())));
+    }
+    proc_exit(1);
+}
