@@ -43,7 +43,8 @@ class Verifier {
 
     // Verifies a compact JWS. On success fills claims; on failure returns false with a reason
     // for the server log (the caller only ever gets a plain 401).
-    bool verify(std::string_view token, int64_t now_unix, Claims &claims, std::string &reason) const;
+    bool verify(std::string_view token, int64_t now_unix, Claims &claims,
+                std::string &reason) const;
 
     struct Keys; // jwt.cpp
 

@@ -67,8 +67,8 @@ void hmac_sha256(const void *key, std::size_t key_len, const void *data, std::si
                  unsigned char out[sha256_length])
 {
     unsigned int out_len = sha256_length;
-    HMAC(EVP_sha256(), key, static_cast<int>(key_len), static_cast<const unsigned char *>(data), len,
-         out, &out_len);
+    HMAC(EVP_sha256(), key, static_cast<int>(key_len), static_cast<const unsigned char *>(data),
+         len, out, &out_len);
 }
 
 void to_hex(const unsigned char *data, std::size_t len, char *out)

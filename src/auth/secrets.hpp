@@ -7,7 +7,7 @@
 namespace secrets {
 
 constexpr const char *key_prefix = "qg_";
-constexpr std::size_t key_random_bytes = 32;                          // 256 bits
+constexpr std::size_t key_random_bytes = 32;                                // 256 bits
 constexpr std::size_t key_text_length = 3 + (key_random_bytes * 4 + 2) / 3; // "qg_" + 43
 constexpr std::size_t sha256_length = 32;
 

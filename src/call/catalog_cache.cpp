@@ -32,7 +32,8 @@ Datum querygate_catalog_changed(PG_FUNCTION_ARGS)
 
 namespace {
 
-// Receiver state. The callback runs inside PostgreSQL's invalidation processing: it only sets a flag.
+// Receiver state. The callback runs inside PostgreSQL's invalidation processing: it only sets a
+// flag.
 constexpr int catalog_table_count = 7;
 const char *const catalog_tables[catalog_table_count] = {
     "saved_query", "policy", "query_grant", "api_key", "mask_rule", "jwks", "mask_secret"};
@@ -137,10 +138,11 @@ void CatalogCache::load()
     // The worker's search_path follows the saved queries it runs, so every function, operator and
     // type here is schema-qualified: nothing a search_path names can run in this superuser session.
     // Names are [A-Za-z0-9_], so a comma joins them safely; types as oids.
-    TextRows q = fetch("SELECT name, sql, prepared_sql, pg_catalog.array_to_string(param_names, ','), "
-                       "pg_catalog.array_to_string(param_types::pg_catalog.oid[], ','), "
-                       "search_path, revision, param_rules::pg_catalog.text, "
-                       "saved_by::pg_catalog.oid FROM querygate.saved_query");
+    TextRows q =
+        fetch("SELECT name, sql, prepared_sql, pg_catalog.array_to_string(param_names, ','), "
+              "pg_catalog.array_to_string(param_types::pg_catalog.oid[], ','), "
+              "search_path, revision, param_rules::pg_catalog.text, "
+              "saved_by::pg_catalog.oid FROM querygate.saved_query");
     for (uint64 r = 0; r < q.nrows; r++) {
         CachedQuery cq;
         cq.name = q.at(r, 0);
@@ -171,7 +173,8 @@ void CatalogCache::load()
         cp.allow_superuser = std::strcmp(p.at(r, 6), "t") == 0;
         cp.rules.has_allowed_tables = std::strcmp(p.at(r, 3), "t") == 0;
         for (const auto &t : split_csv(p.at(r, 2)))
-            cp.rules.allowed_tables.push_back(static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
+            cp.rules.allowed_tables.push_back(
+                static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
         for (const auto &op : split_csv(p.at(r, 4)))
             cp.rules.write_ops |= write_op_from_name(op.c_str());
         cp.rules.mask_predicates_allowed = std::strcmp(p.at(r, 5), "allow") == 0;
@@ -219,8 +222,8 @@ void CatalogCache::load()
     if (secret.nrows > 0) {
         const char *hex = secret.at(0, 0);
         for (size_t i = 0; hex[i] && hex[i + 1]; i += 2)
-            mask_secret_.push_back(static_cast<char>(std::strtoul(std::string(hex + i, 2).c_str(),
-                                                                  nullptr, 16)));
+            mask_secret_.push_back(
+                static_cast<char>(std::strtoul(std::string(hex + i, 2).c_str(), nullptr, 16)));
     }
     TextRows jwks = fetch("SELECT keys::pg_catalog.text FROM querygate.jwks");
     jwks_ = jwks.nrows > 0 ? jwks.at(0, 0) : "";

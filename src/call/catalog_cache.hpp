@@ -27,7 +27,7 @@ struct CachedQuery {
     std::vector<std::string> param_names;
     std::vector<Oid> param_types;
     std::string search_path;
-    Oid saved_by = InvalidOid; // who saved it: code_trust.hpp judges that role too
+    Oid saved_by = InvalidOid;            // who saved it: code_trust.hpp judges that role too
     std::vector<param_rules::Rule> rules; // declared rules; parameters without one have none
     int64_t revision = 0;
 };

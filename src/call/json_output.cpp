@@ -191,8 +191,8 @@ RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions
         c.key = key.data;
         c.keylen = key.len;
         c.kind = kind_of(attr->atttypid);
-        c.action = actions ? static_cast<masking::Action>(actions[w->ncols - 1])
-                           : masking::Action::none;
+        c.action =
+            actions ? static_cast<masking::Action>(actions[w->ncols - 1]) : masking::Action::none;
         c.is_text = TypeCategory(getBaseType(attr->atttypid)) == TYPCATEGORY_STRING;
         Oid outfunc;
         bool varlena;
@@ -203,7 +203,8 @@ RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions
     return w;
 }
 
-void row_writer_append_array(RowWriter *w, StringInfo out, HeapTuple *tuples, uint64 from, uint64 to)
+void row_writer_append_array(RowWriter *w, StringInfo out, HeapTuple *tuples, uint64 from,
+                             uint64 to)
 {
     appendStringInfoChar(out, '[');
     for (uint64 r = from; r < to; r++) {

@@ -25,7 +25,7 @@ struct RowWriter;
 RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions,
                              const char *hash_key, int hash_key_len);
 
-// Appends tuples[from..to) as a JSON array. Values are converted in a scratch context reset per row,
-// so a large page costs the size of its JSON, not of every intermediate string.
+// Appends tuples[from..to) as a JSON array. Values are converted in a scratch context reset per
+// row, so a large page costs the size of its JSON, not of every intermediate string.
 void row_writer_append_array(RowWriter *writer, StringInfo out, HeapTuple *tuples, uint64 from,
                              uint64 to);

@@ -6,9 +6,10 @@
 // parameters under their rules, switch to the policy's run_as role so GRANTs and row-level security
 // apply, keep the transaction read-only (XactReadOnly: SPI's own read-only flag would not stop a
 // volatile function from writing) unless the call is a granted write, arm the statement timeout,
-// take the kept plan and the policy's cached decision about it (allow-list, writes, masks), execute,
-// serialize with masks applied, commit. A PostgreSQL error anywhere becomes a pg::PgError: the
-// transaction is aborted, timeouts and cancel flags are reset, and the caller gets a JSON error.
+// take the kept plan and the policy's cached decision about it (allow-list, writes, masks),
+// execute, serialize with masks applied, commit. A PostgreSQL error anywhere becomes a pg::PgError:
+// the transaction is aborted, timeouts and cancel flags are reset, and the caller gets a JSON
+// error.
 #include "call/query_runner.hpp"
 
 #include "pg/pg_headers.hpp"
@@ -213,9 +214,8 @@ ApiError resolve_params(const CachedQuery &query, const Caller &caller,
     }
     if (problems.empty())
         return ApiError();
-    ApiError err = only_missing
-                       ? api_errors::make(400, "param_required", "missing parameters")
-                       : api_errors::make(400, "param_invalid", "invalid parameters");
+    ApiError err = only_missing ? api_errors::make(400, "param_required", "missing parameters")
+                                : api_errors::make(400, "param_invalid", "invalid parameters");
     err.errors = std::move(problems);
     return err;
 }
@@ -272,8 +272,8 @@ void QueryRunner::start()
 
     for (int cache : trust_global_caches)
         CacheRegisterSyscacheCallback(cache, on_trust_global_changed, (Datum)0);
-    state_->request_context = AllocSetContextCreate(TopMemoryContext, "querygate request",
-                                                    ALLOCSET_DEFAULT_SIZES);
+    state_->request_context =
+        AllocSetContextCreate(TopMemoryContext, "querygate request", ALLOCSET_DEFAULT_SIZES);
 }
 
 void QueryRunner::State::configure_verifier()
@@ -312,8 +312,9 @@ ApiError QueryRunner::State::authenticate(const CallRequest &request, const char
             (key->expires_at_unix_us != 0 && key->expires_at_unix_us <= unix_now_us()))
             return api_errors::unauthorized();
         // Outside the key's addresses, or an unknown address: the same answer as a bad key.
-        if (!key->any_address && (request.client_ip.empty() ||
-                                  !client_address::contains_any(key->allowed_ips, request.client_ip)))
+        if (!key->any_address &&
+            (request.client_ip.empty() ||
+             !client_address::contains_any(key->allowed_ips, request.client_ip)))
             return api_errors::unauthorized();
         policy_name = key->policy;
         caller.has_tenant = key->has_tenant;
@@ -321,7 +322,8 @@ ApiError QueryRunner::State::authenticate(const CallRequest &request, const char
     } else if (!request.bearer_token.empty()) {
         configure_verifier();
         std::string reason;
-        if (!verifier.verify(request.bearer_token, unix_now_us() / 1000000, caller.claims, reason)) {
+        if (!verifier.verify(request.bearer_token, unix_now_us() / 1000000, caller.claims,
+                             reason)) {
             ereport(DEBUG1, (errmsg("querygate: bearer token refused: %s", reason.c_str())));
             return api_errors::unauthorized();
         }
@@ -441,8 +443,8 @@ PlanEntry &QueryRunner::State::plan_for(const CachedQuery &query, Oid role)
     FmgrInfo *input = plan_ok ? entry.input : nullptr;
     Oid *ioparam = plan_ok ? entry.ioparam : nullptr;
     if (entry.analysis_context == nullptr)
-        entry.analysis_context = AllocSetContextCreate(TopMemoryContext, "querygate analysis",
-                                                       ALLOCSET_SMALL_SIZES);
+        entry.analysis_context =
+            AllocSetContextCreate(TopMemoryContext, "querygate analysis", ALLOCSET_SMALL_SIZES);
     MemoryContext analysis_cxt = entry.analysis_context;
     QueryAnalysis *analysis = nullptr;
     uint32 *hashes[3] = {nullptr, nullptr, nullptr};
@@ -507,8 +509,8 @@ PlanEntry &QueryRunner::State::plan_for(const CachedQuery &query, Oid role)
 const PolicyDecision &QueryRunner::State::decision_for(PlanEntry &entry, const CachedPolicy &policy)
 {
     auto &slot = entry.decisions[policy.name];
-    if (slot.first != cache.generation() || slot.second.column_actions.size() !=
-                                                static_cast<size_t>(entry.analysis->noutputs)) {
+    if (slot.first != cache.generation() ||
+        slot.second.column_actions.size() != static_cast<size_t>(entry.analysis->noutputs)) {
         slot.second = decide(*entry.analysis, policy.rules);
         slot.first = cache.generation();
     }
@@ -516,15 +518,16 @@ const PolicyDecision &QueryRunner::State::decision_for(PlanEntry &entry, const C
 }
 
 void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
-                                 const PolicyDecision &decision, const std::vector<Resolved> &values,
-                                 const CallRequest &request, CallResult &result)
+                                 const PolicyDecision &decision,
+                                 const std::vector<Resolved> &values, const CallRequest &request,
+                                 CallResult &result)
 {
     // Everything the guarded block touches is plain data prepared here, outside it.
     const int nparams = static_cast<int>(query.param_names.size());
     const char **texts = static_cast<const char **>(
         MemoryContextAllocZero(request_context, sizeof(char *) * Max(nparams, 1)));
-    int *lengths = static_cast<int *>(
-        MemoryContextAllocZero(request_context, sizeof(int) * Max(nparams, 1)));
+    int *lengths =
+        static_cast<int *>(MemoryContextAllocZero(request_context, sizeof(int) * Max(nparams, 1)));
     for (int i = 0; i < nparams; i++)
         if (!values[i].is_null) {
             texts[i] = values[i].value.c_str();
@@ -604,9 +607,8 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
             uint64 n = SPI_processed;
             has_more = !writes && n > static_cast<uint64>(page_size);
             uint64 rows = has_more ? static_cast<uint64>(page_size) : n;
-            RowWriter *writer =
-                row_writer_create(SPI_tuptable->tupdesc, masked ? actions : nullptr, nactions,
-                                  hash_key, hash_key_len);
+            RowWriter *writer = row_writer_create(SPI_tuptable->tupdesc, masked ? actions : nullptr,
+                                                  nactions, hash_key, hash_key_len);
             row_writer_append_array(writer, body, SPI_tuptable->vals, 0, rows);
         }
         if (portal != nullptr)
@@ -659,10 +661,10 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
         return api_errors::make(504, "query_timeout", "the query ran longer than the time limit");
     // The database's own message goes to the server log only: it may name tables, columns or
     // values the caller may not see.
-    ereport(LOG, (errmsg("querygate: call of \"%s\" failed (request %s): %s", name,
-                         request.request_id.c_str(), e.message.c_str()),
-                  e.detail.empty() ? 0 : errdetail_internal("%s", e.detail.c_str()),
-                  errhidestmt(true)));
+    ereport(LOG,
+            (errmsg("querygate: call of \"%s\" failed (request %s): %s", name,
+                    request.request_id.c_str(), e.message.c_str()),
+             e.detail.empty() ? 0 : errdetail_internal("%s", e.detail.c_str()), errhidestmt(true)));
     if (e.sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION)
         return api_errors::make(403, "read_only", "this call may not write to the database");
     if (e.sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE)
@@ -696,19 +698,18 @@ CallResult QueryRunner::run(const CallRequest &request)
         std::vector<Resolved> values;
         bool wrote = false;
         if (!s.cache.refresh()) {
-            result.error = api_errors::make(503, "unavailable",
-                                            "querygate is not installed in this database");
+            result.error =
+                api_errors::make(503, "unavailable", "querygate is not installed in this database");
         } else if (ApiError denied = s.authenticate(request, hash_hex, caller); denied.set()) {
             result.error = std::move(denied);
         } else if (query = s.cache.find_query(request.query);
                    query == nullptr || caller.policy->queries.count(query->name) == 0) {
             query = nullptr;
             result.error = api_errors::query_not_found();
-        } else if (ApiError bad = resolve_params(
-                       *query, caller, request.params, values,
-                       [&s](const std::string &p, const std::string &v) {
-                           return s.matches_pattern(p, v);
-                       });
+        } else if (ApiError bad = resolve_params(*query, caller, request.params, values,
+                                                 [&s](const std::string &p, const std::string &v) {
+                                                     return s.matches_pattern(p, v);
+                                                 });
                    bad.set()) {
             result.error = std::move(bad);
         } else {
@@ -716,8 +717,9 @@ CallResult QueryRunner::run(const CallRequest &request)
             RoleStatus status = ROLE_MISSING;
             pg::guard([&] { status = role_status(role); });
             if (status == ROLE_MISSING) {
-                ereport(LOG, (errmsg("querygate: policy \"%s\" runs as a role that no longer exists",
-                                     caller.policy->name.c_str())));
+                ereport(LOG,
+                        (errmsg("querygate: policy \"%s\" runs as a role that no longer exists",
+                                caller.policy->name.c_str())));
                 result.error = api_errors::make(500, "query_failed", "the query failed");
             } else if (status == ROLE_PRIVILEGED && !caller.policy->allow_superuser) {
                 // Made privileged (role_rules.hpp) after the policy was created: refused until a
@@ -734,8 +736,8 @@ CallResult QueryRunner::run(const CallRequest &request)
                 const PolicyDecision &decision = s.decision_for(entry, *caller.policy);
                 // The server-wide switch outranks every policy: with it off, no call writes.
                 if (entry.analysis->write_ops != 0 && !settings::allow_writes) {
-                    result.error = api_errors::make(403, "read_only",
-                                                    "writes are turned off on this server");
+                    result.error =
+                        api_errors::make(403, "read_only", "writes are turned off on this server");
                 } else if (decision.refused()) {
                     result.error = api_errors::make(403, decision.refusal_code.c_str(),
                                                     decision.refusal_message);

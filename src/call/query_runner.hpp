@@ -28,7 +28,7 @@ struct CallRequest {
 };
 
 struct CallResult {
-    ApiError error; // set() when the call failed
+    ApiError error;   // set() when the call failed
     std::string body; // JSON rows on success
     bool has_more = false;
 };
@@ -43,9 +43,9 @@ class QueryRunner {
     // Once, after the worker has connected to its database.
     void start();
     CallResult run(const CallRequest &request);
-    // Group commit (src/worker/group_commit.hpp), in WAL positions: how far WAL must be flushed before an
-    // answer just made may go (0: now); at the end of a round, asking for the round's flush; and
-    // how far WAL is flushed.
+    // Group commit (src/worker/group_commit.hpp), in WAL positions: how far WAL must be flushed
+    // before an answer just made may go (0: now); at the end of a round, asking for the round's
+    // flush; and how far WAL is flushed.
     uint64_t hold_until();
     void end_round();
     uint64_t flushed();

@@ -1,5 +1,6 @@
-// The HTTP API's errors: a status, a stable code, a sentence for people, and per-parameter problems.
-// Codes are the contract (README, "Errors"); messages may improve, codes never change meaning.
+// The HTTP API's errors: a status, a stable code, a sentence for people, and per-parameter
+// problems. Codes are the contract (README, "Errors"); messages may improve, codes never change
+// meaning.
 #pragma once
 
 #include <string>
@@ -27,7 +28,8 @@ inline ApiError make(int status, const char *code, std::string message)
     return e;
 }
 
-// One answer for a missing, wrong, expired or revoked key: a caller learns nothing from the difference.
+// One answer for a missing, wrong, expired or revoked key: a caller learns nothing from the
+// difference.
 inline ApiError unauthorized()
 {
     return make(401, "unauthorized", "a valid API key is required");

@@ -4,8 +4,17 @@
 
 namespace chars {
 
-inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-inline bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-inline bool is_alnum(char c) { return is_alpha(c) || is_digit(c); }
+inline bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+inline bool is_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+inline bool is_alnum(char c)
+{
+    return is_alpha(c) || is_digit(c);
+}
 
 } // namespace chars

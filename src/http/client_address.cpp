@@ -79,9 +79,8 @@ std::vector<Cidr> parse_list(std::string_view text, std::string &bad)
     size_t start = 0;
     while (start <= text.size()) {
         size_t comma = text.find(',', start);
-        std::string_view item =
-            trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos
-                                                                    : comma - start));
+        std::string_view item = trim(text.substr(
+            start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
         if (!item.empty()) {
             Cidr c;
             if (parse_cidr(item, c))

@@ -44,7 +44,7 @@ namespace {
 struct RequestState {
     HttpRequest request;
     bool too_large = false;
-    bool held = false;     // the response waits in `response` for release_held()
+    bool held = false; // the response waits in `response` for release_held()
     HttpResponse response;
 };
 
@@ -192,13 +192,13 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger l
     : listen_fd_(listen_fd), handler_(std::move(handler)), refusal_(std::move(refusal)),
       logger_(logger)
 {
-    unsigned int flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |
-                         MHD_ALLOW_SUSPEND_RESUME;
-    daemon_ = MHD_start_daemon(
-        flags, 0, nullptr, nullptr, &Callbacks::access, this, MHD_OPTION_EXTERNAL_LOGGER,
-        &Callbacks::log, this, MHD_OPTION_NOTIFY_COMPLETED,
-        &Callbacks::completed, this, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
+    unsigned int flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
+                         MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME;
+    daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &Callbacks::access, this,
+                               MHD_OPTION_EXTERNAL_LOGGER, &Callbacks::log, this,
+                               MHD_OPTION_NOTIFY_COMPLETED, &Callbacks::completed, this,
+                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
+                               MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
     if (daemon_ == nullptr)
         start_error_ = "libmicrohttpd could not start on the shared listening socket";
 }

@@ -61,9 +61,9 @@ class HttpServer {
     unsigned connections() const;
     int listen_fd() const { return listen_fd_; }
 
-    // Held responses (group commit, src/worker/group_commit.hpp): a response for which hold() gives a
-    // mark is kept, its connection suspended, until release_held() reaches that mark (the writes it
-    // may show are durable); the next run() sends it. Returns whether any was released.
+    // Held responses (group commit, src/worker/group_commit.hpp): a response for which hold() gives
+    // a mark is kept, its connection suspended, until release_held() reaches that mark (the writes
+    // it may show are durable); the next run() sends it. Returns whether any was released.
     void set_hold(HoldCheck hold) { hold_ = std::move(hold); }
     bool holding() const { return !held_.empty(); }
     bool release_held(std::uint64_t upto);

@@ -1,5 +1,5 @@
-// JSON text for values that come from callers or from code (error bodies, parameter names): escaped,
-// and always valid UTF-8 (an invalid byte becomes U+FFFD). Pure C++.
+// JSON text for values that come from callers or from code (error bodies, parameter names):
+// escaped, and always valid UTF-8 (an invalid byte becomes U+FFFD). Pure C++.
 #pragma once
 
 #include <string>

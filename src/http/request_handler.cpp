@@ -81,11 +81,10 @@ bool parse_positive(const std::string &text, long max, long &out)
 
 ApiError invalid_paging(const char *what)
 {
-    return api_errors::make(400, "invalid_paging",
-                            std::string(what) + " must be a whole number from 1 to " +
-                                std::to_string(std::string(what) == "page_size"
-                                                   ? settings::max_page_size
-                                                   : max_page));
+    return api_errors::make(
+        400, "invalid_paging",
+        std::string(what) + " must be a whole number from 1 to " +
+            std::to_string(std::string(what) == "page_size" ? settings::max_page_size : max_page));
 }
 
 // Reads a POST body into the call. An empty body is a call without parameters (curl -X POST).
@@ -123,7 +122,8 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &page_g
             (is_page ? page_given : size_given) = true;
         } else {
             ApiError e = api_errors::make(400, "invalid_body", "unknown field in the body");
-            e.errors.emplace_back(field, "unknown field; the body takes params, page and page_size");
+            e.errors.emplace_back(field,
+                                  "unknown field; the body takes params, page and page_size");
             return e;
         }
     }
@@ -225,11 +225,11 @@ std::string RequestHandler::client_ip(const HttpRequest &request)
 void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse &response)
 {
     std::string id = request_id(request);
-    ApiError e = status == 413 ? api_errors::make(413, "payload_too_large",
-                                                  "the request body is larger than " +
-                                                      std::to_string(settings::max_body_size) +
-                                                      " bytes")
-                               : api_errors::make(status, "invalid_request", "request refused");
+    ApiError e = status == 413
+                     ? api_errors::make(413, "payload_too_large",
+                                        "the request body is larger than " +
+                                            std::to_string(settings::max_body_size) + " bytes")
+                     : api_errors::make(status, "invalid_request", "request refused");
     write_error(response, e, id);
     response.add_header("X-Request-Id", id);
 }

@@ -75,9 +75,9 @@ void register_processes()
         register_process("querygate_http_worker_main", name, "querygate http worker",
                          BgWorkerStart_ConsistentState, 5, Int32GetDatum(i));
     }
-    // The WAL flusher (src/worker/wal_flusher.hpp), last, so that a server short of worker slots loses it
-    // rather than a worker. Not during recovery: nothing is written there, and a promoted standby
-    // starts it then.
+    // The WAL flusher (src/worker/wal_flusher.hpp), last, so that a server short of worker slots
+    // loses it rather than a worker. Not during recovery: nothing is written there, and a promoted
+    // standby starts it then.
     register_process("querygate_wal_flusher_main", "querygate wal flusher", "querygate wal flusher",
                      BgWorkerStart_RecoveryFinished, 1, 0);
 }
@@ -117,20 +117,21 @@ Datum querygate_http_status_notice(PG_FUNCTION_ARGS)
     // WARNING, not NOTICE: while an extension script runs, PostgreSQL raises client_min_messages
     // to WARNING, and an administrator who installed an HTTP gateway should hear that HTTP is off.
     if (!preloaded) {
-        ereport(WARNING,
-                (errmsg("querygate is installed, but HTTP is off: the library is not in "
-                        "shared_preload_libraries"),
-                 errhint("Add 'querygate' to shared_preload_libraries in postgresql.conf and restart "
-                         "the server to start the HTTP workers.")));
+        ereport(
+            WARNING,
+            (errmsg("querygate is installed, but HTTP is off: the library is not in "
+                    "shared_preload_libraries"),
+             errhint("Add 'querygate' to shared_preload_libraries in postgresql.conf and restart "
+                     "the server to start the HTTP workers.")));
     } else {
         const char *current = get_database_name(MyDatabaseId);
         // settings::database is defined: the library was preloaded.
         if (current != nullptr && strcmp(current, settings::database) != 0)
             ereport(WARNING, (errmsg("the querygate HTTP workers serve database \"%s\", not \"%s\"",
-                                    settings::database, current),
-                             errhint("Set querygate.database to \"%s\" and restart the server to "
-                                     "serve this database.",
-                                     current)));
+                                     settings::database, current),
+                              errhint("Set querygate.database to \"%s\" and restart the server to "
+                                      "serve this database.",
+                                      current)));
     }
     PG_RETURN_VOID();
 }

@@ -1,14 +1,15 @@
 // The C++/PostgreSQL boundary.
 //
-// ereport(ERROR) is a longjmp. It must never unwind through a C++ frame whose destructors matter, so
-// every call into PostgreSQL that can fail, made from C++ code, goes through pg::guard(): it runs the
-// callable under PostgreSQL's own PG_TRY, and turns an error into a C++ exception (pg::PgError) after
-// the longjmp has landed in plain code. The error is copied and the error state flushed, so the caller
-// decides what happens next (abort the transaction, answer HTTP 500, re-raise as ereport).
+// ereport(ERROR) is a longjmp. It must never unwind through a C++ frame whose destructors matter,
+// so every call into PostgreSQL that can fail, made from C++ code, goes through pg::guard(): it
+// runs the callable under PostgreSQL's own PG_TRY, and turns an error into a C++ exception
+// (pg::PgError) after the longjmp has landed in plain code. The error is copied and the error state
+// flushed, so the caller decides what happens next (abort the transaction, answer HTTP 500,
+// re-raise as ereport).
 //
 // The callable itself must not create C++ objects with non-trivial destructors that are still alive
-// when it calls PostgreSQL: only PostgreSQL calls and plain data. Objects captured by reference from
-// the caller are fine: they live outside the jump.
+// when it calls PostgreSQL: only PostgreSQL calls and plain data. Objects captured by reference
+// from the caller are fine: they live outside the jump.
 //
 // The other direction: a C++ exception must never escape into PostgreSQL. Every extern "C" entry
 // point (SQL functions, the worker's main, libmicrohttpd callbacks) catches and converts, with
@@ -23,8 +24,8 @@
 namespace pg {
 
 struct PgError : std::exception {
-    int sqlerrcode = 0;   // PostgreSQL's packed SQLSTATE (ERRCODE_*)
-    std::string message;  // primary message, as the server would log it
+    int sqlerrcode = 0;  // PostgreSQL's packed SQLSTATE (ERRCODE_*)
+    std::string message; // primary message, as the server would log it
     std::string detail;
     std::string hint;
     std::string context;
@@ -33,7 +34,8 @@ struct PgError : std::exception {
     std::string sqlstate() const;
 };
 
-// Runs fn (void(*)(void *)) under PG_TRY; on a PostgreSQL error, throws PgError. Not for direct use.
+// Runs fn (void(*)(void *)) under PG_TRY; on a PostgreSQL error, throws PgError. Not for direct
+// use.
 void guard_call(void (*fn)(void *), void *arg);
 
 template <typename Fn> void guard(Fn &&fn)
@@ -41,8 +43,8 @@ template <typename Fn> void guard(Fn &&fn)
     guard_call([](void *p) { (*static_cast<Fn *>(p))(); }, &fn);
 }
 
-// An exception caught at an extern "C" entry point, copied into palloc'd plain data so that it can be
-// raised with ereport after the catch block has ended (a longjmp out of an active handler would
+// An exception caught at an extern "C" entry point, copied into palloc'd plain data so that it can
+// be raised with ereport after the catch block has ended (a longjmp out of an active handler would
 // leave the C++ runtime's exception state behind). Trivially destructible on purpose.
 struct PendingError {
     bool set;

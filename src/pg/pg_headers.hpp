@@ -4,7 +4,8 @@
 #pragma once
 
 #ifdef QUERYGATE_PLAIN_CXX
-#error "a plain-C++ file (src/common, http, auth, rules) includes PostgreSQL: move the code, or pass it plain values"
+#error                                                                                             \
+    "a plain-C++ file (src/common, http, auth, rules) includes PostgreSQL: move the code, or pass it plain values"
 #endif
 
 extern "C" {

@@ -36,12 +36,12 @@ void define_restart_only()
     DefineCustomStringVariable("querygate.database",
                                "Database whose saved queries the HTTP workers serve.", nullptr,
                                &database, "postgres", PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
-    DefineCustomStringVariable(
-        "querygate.listen_addresses", "Address the HTTP workers listen on.",
-        "One host name or IP address; \"*\" listens on every address.", &listen_addresses,
-        "127.0.0.1", PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
-    DefineCustomIntVariable("querygate.port", "TCP port the HTTP workers listen on.", nullptr, &port,
-                            8080, 1, 65535, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable("querygate.listen_addresses", "Address the HTTP workers listen on.",
+                               "One host name or IP address; \"*\" listens on every address.",
+                               &listen_addresses, "127.0.0.1", PGC_POSTMASTER, 0, nullptr, nullptr,
+                               nullptr);
+    DefineCustomIntVariable("querygate.port", "TCP port the HTTP workers listen on.", nullptr,
+                            &port, 8080, 1, 65535, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable("querygate.workers", "Number of HTTP worker processes.",
                             "Each worker runs one query at a time.", &workers, 2, 0, 128,
                             PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
@@ -78,25 +78,22 @@ void define_reloadable()
         "Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For header is believed.",
         nullptr, &trusted_proxies, "", PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     // The HS256 key is a secret: only superusers can see or set it.
-    DefineCustomStringVariable("querygate.jwt_secret",
-                               "Key that verifies HS256 bearer tokens (at least 32 bytes).", nullptr,
-                               &jwt_secret, "", PGC_SIGHUP,
-                               GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE, nullptr,
-                               nullptr, nullptr);
+    DefineCustomStringVariable(
+        "querygate.jwt_secret", "Key that verifies HS256 bearer tokens (at least 32 bytes).",
+        nullptr, &jwt_secret, "", PGC_SIGHUP,
+        GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE, nullptr, nullptr, nullptr);
     DefineCustomStringVariable("querygate.jwt_issuer", "Required iss claim of bearer tokens.",
                                "Empty: iss is not checked.", &jwt_issuer, "", PGC_SIGHUP, 0,
                                nullptr, nullptr, nullptr);
     DefineCustomStringVariable("querygate.jwt_audience", "Required aud claim of bearer tokens.",
                                "Empty: aud is not checked.", &jwt_audience, "", PGC_SIGHUP, 0,
                                nullptr, nullptr, nullptr);
-    DefineCustomStringVariable("querygate.jwt_policy_claim",
-                               "Bearer-token claim that names the caller's policy.", nullptr,
-                               &jwt_policy_claim, "policy", PGC_SIGHUP, 0, nullptr, nullptr,
-                               nullptr);
-    DefineCustomStringVariable("querygate.jwt_tenant_claim",
-                               "Bearer-token claim that names the caller's tenant.", nullptr,
-                               &jwt_tenant_claim, "tenant", PGC_SIGHUP, 0, nullptr, nullptr,
-                               nullptr);
+    DefineCustomStringVariable(
+        "querygate.jwt_policy_claim", "Bearer-token claim that names the caller's policy.", nullptr,
+        &jwt_policy_claim, "policy", PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "querygate.jwt_tenant_claim", "Bearer-token claim that names the caller's tenant.", nullptr,
+        &jwt_tenant_claim, "tenant", PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     // Set by the worker for each call (transaction-local); superuser-only, so neither a policy's
     // role nor any other session can claim another tenant.
     DefineCustomStringVariable("querygate.tenant", "The calling tenant, set for each HTTP call.",

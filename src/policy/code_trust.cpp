@@ -109,9 +109,10 @@ char *untrusted_schema(Oid role)
                             name);
         Oid creator = InvalidOid;
         if (untrusted_creator(nsp, role, &creator))
-            return psprintf("role \"%s\" may create objects in schema \"%s\", which is on the query's "
-                            "search_path, and cannot act as \"%s\"",
-                            role_name(creator), name, role_name(role));
+            return psprintf(
+                "role \"%s\" may create objects in schema \"%s\", which is on the query's "
+                "search_path, and cannot act as \"%s\"",
+                role_name(creator), name, role_name(role));
     }
     return nullptr;
 }
@@ -172,8 +173,8 @@ bool untrusted_aggregate_support(Oid aggfnoid, TrustContext *context)
     if (!HeapTupleIsValid(tuple))
         return false;
     Form_pg_aggregate agg = reinterpret_cast<Form_pg_aggregate>(GETSTRUCT(tuple));
-    const Oid support[] = {agg->aggtransfn,  agg->aggfinalfn,    agg->aggcombinefn,
-                           agg->aggserialfn, agg->aggdeserialfn, agg->aggmtransfn,
+    const Oid support[] = {agg->aggtransfn,     agg->aggfinalfn,    agg->aggcombinefn,
+                           agg->aggserialfn,    agg->aggdeserialfn, agg->aggmtransfn,
                            agg->aggminvtransfn, agg->aggmfinalfn};
     ReleaseSysCache(tuple);
     for (Oid f : support)
@@ -196,9 +197,9 @@ bool untrusted_function(Oid funcid, void *arg)
     bool aggregate = proc->prokind == PROKIND_AGGREGATE;
     ReleaseSysCache(tuple);
     if (!may_act_as(owner, context->role)) {
-        context->reason = psprintf("function %s is owned by role \"%s\", which cannot act as \"%s\"",
-                                   format_procedure(funcid), role_name(owner),
-                                   role_name(context->role));
+        context->reason =
+            psprintf("function %s is owned by role \"%s\", which cannot act as \"%s\"",
+                     format_procedure(funcid), role_name(owner), role_name(context->role));
         return true;
     }
     return aggregate && untrusted_aggregate_support(funcid, context);
@@ -246,7 +247,8 @@ bool untrusted_sql_text(FuncExpr *call, int argument, TrustContext *context)
     char *sql = TextDatumGetCString(reinterpret_cast<Const *>(arg)->constvalue);
     ListCell *lc;
     foreach (lc, raw_parser(sql, RAW_PARSE_DEFAULT)) {
-        Query *query = parse_analyze_fixedparams(lfirst_node(RawStmt, lc), sql, nullptr, 0, nullptr);
+        Query *query =
+            parse_analyze_fixedparams(lfirst_node(RawStmt, lc), sql, nullptr, 0, nullptr);
         if (query->commandType == CMD_UTILITY) {
             context->reason = psprintf("%s runs a utility statement given as text",
                                        format_procedure(call->funcid));

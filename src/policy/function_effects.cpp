@@ -114,8 +114,8 @@ const struct {
     Oid funcid;
     int argument;
 } sql_text_builtins[] = {
-    {F_QUERY_TO_XML, 0},     {F_QUERY_TO_XMLSCHEMA, 0},         {F_QUERY_TO_XML_AND_XMLSCHEMA, 0},
-    {F_TS_STAT_TEXT, 0},     {F_TS_STAT_TEXT_TEXT, 0},          {F_TS_REWRITE_TSQUERY_TEXT, 1},
+    {F_QUERY_TO_XML, 0}, {F_QUERY_TO_XMLSCHEMA, 0}, {F_QUERY_TO_XML_AND_XMLSCHEMA, 0},
+    {F_TS_STAT_TEXT, 0}, {F_TS_STAT_TEXT_TEXT, 0},  {F_TS_REWRITE_TSQUERY_TEXT, 1},
 };
 
 template <size_t N> bool listed(const Oid (&list)[N], Oid funcid)
@@ -142,7 +142,8 @@ bool function_walker(Node *node, FirstFunction *first)
     if (node == nullptr)
         return false;
     if (IsA(node, Query))
-        return query_tree_walker(reinterpret_cast<Query *>(node), WALKER(function_walker), first, 0);
+        return query_tree_walker(reinterpret_cast<Query *>(node), WALKER(function_walker), first,
+                                 0);
     if (check_functions_in_node(node, record_if, first))
         return true;
     return expression_tree_walker(node, WALKER(function_walker), first);

@@ -34,8 +34,9 @@ void read_inputs(const char *policy, const char *query, GrantInputs *in)
                            "FROM querygate.policy p, querygate.saved_query q "
                            "WHERE p.name = $1 AND q.name = $2",
                            2, args) == 0)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-                        errmsg("policy \"%s\" or saved query \"%s\" does not exist", policy, query)));
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_OBJECT),
+                 errmsg("policy \"%s\" or saved query \"%s\" does not exist", policy, query)));
     HeapTuple tuple = SPI_tuptable->vals[0];
     TupleDesc desc = SPI_tuptable->tupdesc;
     bool isnull;
@@ -62,22 +63,24 @@ void check_grant(const char *policy, const char *query)
     char *role = role_name_or_oid(in.run_as);
 
     if (!in.allow_superuser && role_is_privileged(in.run_as))
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("policy \"%s\" runs as \"%s\", a privileged role", policy, role),
-                        errdetail("%s", privileged_role_detail),
-                        errhint("Give the policy a role that holds only the privileges its queries "
-                                "need, or call querygate.set_policy(policy, allow_superuser => true) "
-                                "if that is really meant.")));
-    if (!may_act_as(in.saved_by, in.run_as))
         ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                 errmsg("saved query \"%s\" was saved by role \"%s\", which cannot act as \"%s\"",
-                        query, role_name_or_oid(in.saved_by), role),
-                 errdetail("Policy \"%s\" runs its queries as \"%s\", so a query granted to it must "
-                           "have been written by a superuser or a member of that role.",
-                           policy, role),
-                 errhint("Save the query again as such a role (querygate.save_query), then grant "
-                         "it.")));
+                 errmsg("policy \"%s\" runs as \"%s\", a privileged role", policy, role),
+                 errdetail("%s", privileged_role_detail),
+                 errhint("Give the policy a role that holds only the privileges its queries "
+                         "need, or call querygate.set_policy(policy, allow_superuser => true) "
+                         "if that is really meant.")));
+    if (!may_act_as(in.saved_by, in.run_as))
+        ereport(
+            ERROR,
+            (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+             errmsg("saved query \"%s\" was saved by role \"%s\", which cannot act as \"%s\"",
+                    query, role_name_or_oid(in.saved_by), role),
+             errdetail("Policy \"%s\" runs its queries as \"%s\", so a query granted to it must "
+                       "have been written by a superuser or a member of that role.",
+                       policy, role),
+             errhint("Save the query again as such a role (querygate.save_query), then grant "
+                     "it.")));
 
     QueryContext context;
     QueryAnalysis analysis;
@@ -86,15 +89,16 @@ void check_grant(const char *policy, const char *query)
     query_context_end(&context);
 
     if (analysis.untrusted != nullptr)
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("saved query \"%s\" runs code that policy \"%s\"'s role does not trust",
-                               query, policy),
-                        errdetail("The %s.", analysis.untrusted),
-                        errhint("Code may run as a policy's role only if its author could act as "
-                                "that role: make the owner a member of \"%s\" (GRANT \"%s\" TO "
-                                "owner), make the function SECURITY DEFINER, or save the query with "
-                                "a search_path of schemas only such roles can create in.",
-                                role, role)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("saved query \"%s\" runs code that policy \"%s\"'s role does not trust",
+                        query, policy),
+                 errdetail("The %s.", analysis.untrusted),
+                 errhint("Code may run as a policy's role only if its author could act as "
+                         "that role: make the owner a member of \"%s\" (GRANT \"%s\" TO "
+                         "owner), make the function SECURITY DEFINER, or save the query with "
+                         "a search_path of schemas only such roles can create in.",
+                         role, role)));
     // What the policy's masks would refuse at every call is refused now (mask_unresolvable,
     // mask_expression, mask_predicate), with the same words a caller would get.
     PlainDecision decision;
@@ -103,12 +107,13 @@ void check_grant(const char *policy, const char *query)
     if (decision.failed)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", decision.message)));
     if (strncmp(decision.code, "mask_", 5) == 0)
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("policy \"%s\" would refuse saved query \"%s\": %s", policy, query,
-                               decision.message),
-                        errdetail("Every call would be refused with %s.", decision.code),
-                        errhint("Return masked columns unchanged, or call querygate.set_policy(policy, "
-                                "mask_predicates => 'allow') if the policy trusts its queries.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("policy \"%s\" would refuse saved query \"%s\": %s", policy, query,
+                        decision.message),
+                 errdetail("Every call would be refused with %s.", decision.code),
+                 errhint("Return masked columns unchanged, or call querygate.set_policy(policy, "
+                         "mask_predicates => 'allow') if the policy trusts its queries.")));
     if (!in.rules.has_allowed_tables)
         return;
     for (int r = 0; r < analysis.nrelations; r++) {
@@ -116,13 +121,13 @@ void check_grant(const char *policy, const char *query)
         for (int a = 0; a < in.rules.nallowed && !ok; a++)
             ok = in.rules.allowed[a] == analysis.relations[r].relid;
         if (!ok)
-            ereport(ERROR,
-                    (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                     errmsg("saved query \"%s\" uses table \"%s.%s\", which policy \"%s\" does not "
-                            "allow",
-                            query, analysis.relations[r].schema, analysis.relations[r].name,
-                            policy),
-                     errhint("Add the table with querygate.allow_tables, or grant another query.")));
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("saved query \"%s\" uses table \"%s.%s\", which policy \"%s\" does not "
+                        "allow",
+                        query, analysis.relations[r].schema, analysis.relations[r].name, policy),
+                 errhint("Add the table with querygate.allow_tables, or grant another query.")));
     }
     if (analysis.reads_database != nullptr)
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -141,9 +141,8 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
         const OutputLineage &out = analysis.outputs[i];
         if (out.unresolvable != nullptr) {
             refuse(d, "mask_unresolvable",
-                   std::string("the sources of column \"") + out.name +
-                       "\" cannot be known (" + out.unresolvable +
-                       "), and the policy masks columns");
+                   std::string("the sources of column \"") + out.name + "\" cannot be known (" +
+                       out.unresolvable + "), and the policy masks columns");
             return d;
         }
     }
@@ -186,7 +185,8 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
             if (w.unresolvable != nullptr) {
                 refuse(d, "mask_unresolvable",
                        std::string("the sources of a value written to ") + column_text(w.target) +
-                           " cannot be known (" + w.unresolvable + "), and the policy masks columns");
+                           " cannot be known (" + w.unresolvable +
+                           "), and the policy masks columns");
                 return d;
             }
         }
@@ -225,12 +225,14 @@ void copy_text(char *to, size_t size, const std::string &from)
 
 } // namespace
 
-void decide_plain(const QueryAnalysis *analysis, const PolicyRows *rows, PlainDecision *out) noexcept
+void decide_plain(const QueryAnalysis *analysis, const PolicyRows *rows,
+                  PlainDecision *out) noexcept
 {
     try {
         PolicyRules rules;
         rules.has_allowed_tables = rows->has_allowed_tables;
-        rules.allowed_tables.assign(rows->allowed, rows->allowed + (rows->allowed ? rows->nallowed : 0));
+        rules.allowed_tables.assign(rows->allowed,
+                                    rows->allowed + (rows->allowed ? rows->nallowed : 0));
         rules.write_ops = rows->write_ops;
         rules.mask_predicates_allowed = rows->mask_predicates_allowed;
         for (int i = 0; i < rows->nrules; i++) {

@@ -65,4 +65,5 @@ struct PlainDecision {
 };
 
 // decide() over PolicyRows. No PostgreSQL call in it, and no exception out of it.
-void decide_plain(const QueryAnalysis *analysis, const PolicyRows *rows, PlainDecision *out) noexcept;
+void decide_plain(const QueryAnalysis *analysis, const PolicyRows *rows,
+                  PlainDecision *out) noexcept;

@@ -354,7 +354,8 @@ void trace_merged_partners(Level *level, Var *var, ColumnSet *set)
         if (rte->rtekind != RTE_JOIN || rte->joinmergedcols == 0)
             continue;
         for (int k = 0; k < rte->joinmergedcols && k < list_length(rte->joinaliasvars); k++) {
-            Node *alias = strip_implicit_coercions(static_cast<Node *>(list_nth(rte->joinaliasvars, k)));
+            Node *alias =
+                strip_implicit_coercions(static_cast<Node *>(list_nth(rte->joinaliasvars, k)));
             if (alias != nullptr && IsA(alias, Var)) {
                 Var *merged = reinterpret_cast<Var *>(alias);
                 if (merged->varlevelsup == 0 && merged->varno == var->varno &&
@@ -596,8 +597,7 @@ void trace_multiexpr(Level *level, const Param *param, ColumnSet *set)
     const int sublink_id = param->paramid >> 16;
     const AttrNumber column = static_cast<AttrNumber>(param->paramid & 0xFFFF);
     Query *query = level->query;
-    List *lists[] = {query->targetList,
-                     query->onConflict ? query->onConflict->onConflictSet : NIL};
+    List *lists[] = {query->targetList, query->onConflict ? query->onConflict->onConflictSet : NIL};
     for (List *list : lists) {
         ListCell *lc;
         foreach (lc, list) {
@@ -663,7 +663,8 @@ bool trace_walker(Node *node, TraceContext *context)
     // A value computed by a function that can read the database is not traced through its
     // arguments: get_ssn(id) may return a masked column that no Var here names.
     if (check_functions_in_node(node, can_read_database, nullptr))
-        mark_unresolvable(context->set, "a function that can read any table (a user-defined function)");
+        mark_unresolvable(context->set,
+                          "a function that can read any table (a user-defined function)");
     if (IsA(node, Query))
         return false; // only reached through sublinks, handled above
     return expression_tree_walker(node, WALKER(trace_walker), context);
@@ -839,8 +840,8 @@ void collect_writes(Query *query, Level *level, Uses *uses)
     if (query->resultRelation < 1 || query->resultRelation > list_length(query->rtable))
         return;
     Oid relid = rt_fetch(query->resultRelation, query->rtable)->relid;
-    List *lists = list_make2(query->targetList,
-                             query->onConflict ? query->onConflict->onConflictSet : NIL);
+    List *lists =
+        list_make2(query->targetList, query->onConflict ? query->onConflict->onConflictSet : NIL);
     ListCell *la;
     foreach (la, query->mergeActionList)
         lists = lappend(lists, lfirst_node(MergeAction, la)->targetList);
@@ -1007,15 +1008,15 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
         ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR),
                         errmsg("a saved query must be exactly one SQL statement"),
                         errdetail("The text holds %d statements.", list_length(raw))));
-    Query *query = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql, param_types, nparams,
-                                             nullptr);
+    Query *query =
+        parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql, param_types, nparams, nullptr);
     if (query->commandType == CMD_UTILITY)
         ereport(ERROR,
                 (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                  errmsg("a saved query must be SELECT, VALUES, INSERT, UPDATE, DELETE or MERGE")));
 
-    // Before rewrite: whose code it runs (code_trust.hpp), what it names (views as themselves), what
-    // it writes, and whether it calls a function that reads the database by itself.
+    // Before rewrite: whose code it runs (code_trust.hpp), what it names (views as themselves),
+    // what it writes, and whether it calls a function that reads the database by itself.
     out->untrusted =
         untrusted_code(query, GetUserId(), saved_by, param_types, nparams, &out->trust_depends);
     out->reads_database =
@@ -1066,7 +1067,8 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
     out->nunselected = uses.unselected.n;
     out->unselected = named_columns(&uses.unselected);
     out->nwrites = uses.nwrites;
-    out->writes = uses.writes ? uses.writes : static_cast<WriteLineage *>(palloc0(sizeof(WriteLineage)));
+    out->writes =
+        uses.writes ? uses.writes : static_cast<WriteLineage *>(palloc0(sizeof(WriteLineage)));
 
     // The outputs: the statement's own target list (or RETURNING), as the client receives it.
     if (top != nullptr && out->returns_rows) {

@@ -40,7 +40,7 @@ struct RelationRef {
 };
 
 struct OutputLineage {
-    char *name;            // the output column's name, as in the response
+    char *name; // the output column's name, as in the response
     int nsources;
     SourceColumn *sources; // deduplicated; none for a constant or count(*)
     char *unresolvable;    // NULL, or why its sources cannot be known (a function in FROM, ...)

@@ -54,7 +54,7 @@ void rewrite_placeholders(const char *sql, AnalyzedQuery *out)
     out->param_names = static_cast<char **>(palloc(sizeof(char *) * capacity));
     out->nparams = 0;
 
-    int copied = 0;      // bytes of sql already copied to buf
+    int copied = 0;        // bytes of sql already copied to buf
     int bracket_depth = 0; // inside [ ], a colon is an array slice
     int skip_until = -1;   // tokens starting before this offset belong to a placeholder's name
     for (;;) {
@@ -82,17 +82,16 @@ void rewrite_placeholders(const char *sql, AnalyzedQuery *out)
             end++;
         char *name = pnstrdup(sql + start, end - start);
         if (is_reserved_param_name(name))
-            ereport(ERROR,
-                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                     errmsg("parameter name \"%s\" is reserved", name),
-                     errdetail("page, page_size and format are options of every HTTP call."),
-                     errhint("Rename the placeholder, for example :%s_value.", name)));
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("parameter name \"%s\" is reserved", name),
+                            errdetail("page, page_size and format are options of every HTTP call."),
+                            errhint("Rename the placeholder, for example :%s_value.", name)));
         int index = find_name(out->param_names, out->nparams, name);
         if (index < 0) {
             if (out->nparams == capacity) {
                 capacity *= 2;
-                out->param_names = static_cast<char **>(
-                    repalloc(out->param_names, sizeof(char *) * capacity));
+                out->param_names =
+                    static_cast<char **>(repalloc(out->param_names, sizeof(char *) * capacity));
             }
             out->param_names[out->nparams] = name;
             index = out->nparams++;
@@ -174,11 +173,11 @@ void analyze_saved_query(const char *sql, AnalyzedQuery *out)
 
     for (int i = 0; i < out->nparams; i++) {
         if (i >= ntypes || types[i] == InvalidOid || types[i] == UNKNOWNOID)
-            ereport(ERROR, (errcode(ERRCODE_INDETERMINATE_DATATYPE),
-                            errmsg("could not determine the type of parameter :%s",
-                                   out->param_names[i]),
-                            errhint("Add a cast, for example :%s::integer or :%s::text.",
-                                    out->param_names[i], out->param_names[i])));
+            ereport(ERROR,
+                    (errcode(ERRCODE_INDETERMINATE_DATATYPE),
+                     errmsg("could not determine the type of parameter :%s", out->param_names[i]),
+                     errhint("Add a cast, for example :%s::integer or :%s::text.",
+                             out->param_names[i], out->param_names[i])));
     }
     out->param_types = types;
     error_context_stack = callback.previous;

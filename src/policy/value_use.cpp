@@ -45,13 +45,15 @@ bool passes_value_through(Node *expr)
     case T_Param:
         return true;
     case T_FieldSelect:
-        return passes_value_through(reinterpret_cast<Node *>(reinterpret_cast<FieldSelect *>(expr)->arg));
+        return passes_value_through(
+            reinterpret_cast<Node *>(reinterpret_cast<FieldSelect *>(expr)->arg));
     case T_Aggref: {
         // count(x): the number of rows where x is not null, whatever x is.
         Aggref *agg = reinterpret_cast<Aggref *>(expr);
         return agg->aggfnoid == F_COUNT_ANY && agg->aggdistinct == NIL && agg->aggorder == NIL &&
                agg->aggfilter == nullptr && list_length(agg->args) == 1 &&
-               passes_value_through(reinterpret_cast<Node *>(linitial_node(TargetEntry, agg->args)->expr));
+               passes_value_through(
+                   reinterpret_cast<Node *>(linitial_node(TargetEntry, agg->args)->expr));
     }
     case T_SubLink:
         return reinterpret_cast<SubLink *>(expr)->subLinkType == EXPR_SUBLINK;

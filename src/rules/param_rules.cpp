@@ -21,8 +21,8 @@ bool parse_type(const char *t, Type &out)
     static const struct {
         const char *name;
         Type type;
-    } names[] = {{"integer", Type::integer}, {"int", Type::integer}, {"number", Type::number},
-                 {"float", Type::number},    {"string", Type::string}, {"str", Type::string},
+    } names[] = {{"integer", Type::integer}, {"int", Type::integer},     {"number", Type::number},
+                 {"float", Type::number},    {"string", Type::string},   {"str", Type::string},
                  {"text", Type::string},     {"boolean", Type::boolean}, {"bool", Type::boolean}};
     for (const auto &n : names)
         if (std::strcmp(t, n.name) == 0) {

@@ -62,7 +62,8 @@ Datum oid_array(Oid *items, int n, Oid element_type)
     Datum *datums = static_cast<Datum *>(palloc(sizeof(Datum) * Max(n, 1)));
     for (int i = 0; i < n; i++)
         datums[i] = ObjectIdGetDatum(items[i]);
-    return PointerGetDatum(construct_array(datums, n, element_type, sizeof(Oid), true, TYPALIGN_INT));
+    return PointerGetDatum(
+        construct_array(datums, n, element_type, sizeof(Oid), true, TYPALIGN_INT));
 }
 
 } // namespace
@@ -79,8 +80,8 @@ Datum querygate_save_query(PG_FUNCTION_ARGS)
     // the path this one did.
     char *search_path = explicit_search_path();
     int nest = NewGUCNestLevel();
-    (void)set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION,
-                            GUC_ACTION_SAVE, true, 0, false);
+    (void)set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                            true, 0, false);
     AnalyzedQuery analyzed;
     analyze_saved_query(sql, &analyzed);
 
@@ -113,8 +114,8 @@ Datum querygate_save_query(PG_FUNCTION_ARGS)
     // Re-saving a granted query changes what its policies run: the saver must be able to act as
     // each of their roles, and each must still accept the query as it now reads.
     catalog_require_query_actor(&session, name);
-    Oid types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, REGTYPEARRAYOID, TEXTOID, REGROLEOID,
-                    TEXTOID, JSONBOID};
+    Oid types[9] = {TEXTOID, TEXTOID,    TEXTOID, TEXTARRAYOID, REGTYPEARRAYOID,
+                    TEXTOID, REGROLEOID, TEXTOID, JSONBOID};
     Datum values[9] = {CStringGetTextDatum(name),
                        CStringGetTextDatum(sql),
                        CStringGetTextDatum(analyzed.prepared_sql),
@@ -124,8 +125,8 @@ Datum querygate_save_query(PG_FUNCTION_ARGS)
                        ObjectIdGetDatum(session.saved_userid),
                        PG_ARGISNULL(2) ? (Datum)0 : PG_GETARG_DATUM(2),
                        PG_ARGISNULL(3) ? (Datum)0 : PG_GETARG_DATUM(3)};
-    bool nulls[9] = {false, false, false, false, false, false, false, PG_ARGISNULL(2),
-                     PG_ARGISNULL(3)};
+    bool nulls[9] = {false, false, false,           false,          false,
+                     false, false, PG_ARGISNULL(2), PG_ARGISNULL(3)};
     catalog_exec("INSERT INTO querygate.saved_query AS q (name, sql, prepared_sql, param_names, "
                  "param_types, search_path, saved_by, description, param_rules, revision) "
                  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
@@ -188,8 +189,8 @@ Datum querygate_create_policy(PG_FUNCTION_ARGS)
     CatalogSession session;
     catalog_session_begin(&session);
     if (exec1("SELECT 1 FROM querygate.policy WHERE name = $1", name) > 0)
-        ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
-                        errmsg("policy \"%s\" already exists", name)));
+        ereport(ERROR,
+                (errcode(ERRCODE_DUPLICATE_OBJECT), errmsg("policy \"%s\" already exists", name)));
     Oid types[3] = {TEXTOID, REGROLEOID, BOOLOID};
     Datum values[3] = {CStringGetTextDatum(name), ObjectIdGetDatum(run_as),
                        BoolGetDatum(allow_superuser)};
@@ -207,14 +208,15 @@ Datum querygate_drop_policy(PG_FUNCTION_ARGS)
     CatalogSession session;
     catalog_session_begin(&session);
     catalog_require_policy_actor(&session, name);
-    uint64 active = exec1("SELECT 1 FROM querygate.api_key WHERE policy = $1 AND revoked_at IS NULL",
-                          name);
+    uint64 active =
+        exec1("SELECT 1 FROM querygate.api_key WHERE policy = $1 AND revoked_at IS NULL", name);
     if (active > 0 && !cascade)
-        ereport(ERROR, (errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-                        errmsg("policy \"%s\" is used by %llu active key(s)", name,
-                               (unsigned long long)active),
-                        errhint("Revoke the keys first, or call drop_policy(name, cascade => true), "
-                                "which revokes them.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+                 errmsg("policy \"%s\" is used by %llu active key(s)", name,
+                        (unsigned long long)active),
+                 errhint("Revoke the keys first, or call drop_policy(name, cascade => true), "
+                         "which revokes them.")));
     if (active > 0)
         exec1("UPDATE querygate.api_key SET revoked_at = now() "
               "WHERE policy = $1 AND revoked_at IS NULL",
@@ -285,9 +287,9 @@ Datum querygate_create_key(PG_FUNCTION_ARGS)
     catalog_session_begin(&session);
     catalog_require_policy_actor(&session, policy);
     if (exec1("SELECT 1 FROM querygate.api_key WHERE name = $1 AND revoked_at IS NULL", name) > 0)
-        ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
-                        errmsg("key \"%s\" already exists", name),
-                        errhint("Revoke it first, or choose another name.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_DUPLICATE_OBJECT), errmsg("key \"%s\" already exists", name),
+                 errhint("Revoke it first, or choose another name.")));
     Oid types[6] = {TEXTOID, TEXTOID, BYTEAOID, TIMESTAMPTZOID, CIDRARRAYOID, TEXTOID};
     Datum values[6] = {CStringGetTextDatum(name),
                        CStringGetTextDatum(policy),

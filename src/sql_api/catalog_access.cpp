@@ -83,14 +83,15 @@ void require_actor(const CatalogSession *session, const char *policy, Oid run_as
     if (may_act_as(session->saved_userid, run_as))
         return;
     char *role = role_name_or_oid(run_as);
-    ereport(ERROR,
-            (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-             errmsg("permission denied to change policy \"%s\"", policy),
-             errdetail("Policy \"%s\" runs its queries as role \"%s\". Only a superuser or a member "
-                       "of \"%s\" may change what the policy can run or reveal, or use it.",
-                       policy, role, role),
-             errhint("This is the rule of SET ROLE: nobody makes a policy do what they could not do "
-                     "themselves.")));
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+         errmsg("permission denied to change policy \"%s\"", policy),
+         errdetail("Policy \"%s\" runs its queries as role \"%s\". Only a superuser or a member "
+                   "of \"%s\" may change what the policy can run or reveal, or use it.",
+                   policy, role, role),
+         errhint("This is the rule of SET ROLE: nobody makes a policy do what they could not do "
+                 "themselves.")));
 }
 
 } // namespace
@@ -198,7 +199,8 @@ void catalog_require_query(const char *query)
 char *sql_text_arg(FunctionCallInfo fcinfo, int n, const char *what)
 {
     if (PG_ARGISNULL(n))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", what)));
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", what)));
     return text_to_cstring(PG_GETARG_TEXT_PP(n));
 }
 
@@ -220,8 +222,8 @@ void query_context_begin(QueryContext *context, Oid run_as, const char *search_p
 {
     GetUserIdAndSecContext(&context->saved_userid, &context->saved_sec_context);
     context->guc_nest_level = NewGUCNestLevel();
-    (void)set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION,
-                            GUC_ACTION_SAVE, true, 0, false);
+    (void)set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                            true, 0, false);
     SetUserIdAndSecContext(run_as, context->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 }
 

@@ -1,11 +1,11 @@
 // How the administration functions read and write querygate's catalog tables.
 //
-// The functions are SECURITY INVOKER (they must analyze a saved query with the caller's identity and
-// search_path), while the catalog tables grant nothing to anyone. So each function first checks the
-// caller (superuser, or a member of querygate_admin), then opens a catalog session: SPI as the
-// bootstrap superuser with search_path fixed to pg_catalog, pg_temp, so that no operator or function
-// a caller planted earlier in their search_path can run with those rights. An error anywhere rolls
-// the user and the setting back with the transaction.
+// The functions are SECURITY INVOKER (they must analyze a saved query with the caller's identity
+// and search_path), while the catalog tables grant nothing to anyone. So each function first checks
+// the caller (superuser, or a member of querygate_admin), then opens a catalog session: SPI as the
+// bootstrap superuser with search_path fixed to pg_catalog, pg_temp, so that no operator or
+// function a caller planted earlier in their search_path can run with those rights. An error
+// anywhere rolls the user and the setting back with the transaction.
 #pragma once
 
 #include "pg/pg_headers.hpp"
@@ -65,8 +65,9 @@ char *sql_text_arg(FunctionCallInfo fcinfo, int n, const char *what);
 // ERROR 22023 unless name is 1-63 characters of [A-Za-z0-9_.-] starting with a letter or digit.
 void check_object_name(const char *kind, const char *name);
 
-// The context a saved query runs in on an HTTP call: the policy's run_as role and the query's stored
-// search_path. analyze_query and explain run inside it so they see exactly what a call would.
+// The context a saved query runs in on an HTTP call: the policy's run_as role and the query's
+// stored search_path. analyze_query and explain run inside it so they see exactly what a call
+// would.
 struct QueryContext {
     Oid saved_userid;
     int saved_sec_context;

@@ -43,11 +43,11 @@ struct ExplainInputs {
     Oid saved_by;
 };
 
-
 char *required_text(FunctionCallInfo fcinfo, int n, const char *what)
 {
     if (PG_ARGISNULL(n))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", what)));
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", what)));
     return text_to_cstring(PG_GETARG_TEXT_PP(n));
 }
 
@@ -229,9 +229,12 @@ Datum querygate_explain(PG_FUNCTION_ARGS)
         const bool output = i < analysis.noutputs;
         const bool write = !output && i < nlists - 1;
         const WriteLineage *w = write ? &analysis.writes[i - analysis.noutputs] : nullptr;
-        const int n = output ? analysis.outputs[i].nsources : write ? w->nsources : analysis.nunselected;
-        const SourceColumn *sources =
-            output ? analysis.outputs[i].sources : write ? w->sources : analysis.unselected;
+        const int n = output  ? analysis.outputs[i].nsources
+                      : write ? w->nsources
+                              : analysis.nunselected;
+        const SourceColumn *sources = output  ? analysis.outputs[i].sources
+                                      : write ? w->sources
+                                              : analysis.unselected;
         for (int s = 0; s < n; s++) {
             if (sources[s].computed == nullptr)
                 continue;

@@ -105,9 +105,8 @@ bool pattern_matches_whole(const char *pattern, const char *value)
 {
     // PostgreSQL's own regular expressions (the ~ operator), anchored to the whole value.
     char *anchored = psprintf("^(?:%s)$", pattern);
-    return DatumGetBool(DirectFunctionCall2Coll(textregexeq, C_COLLATION_OID,
-                                                CStringGetTextDatum(value),
-                                                CStringGetTextDatum(anchored)));
+    return DatumGetBool(DirectFunctionCall2Coll(
+        textregexeq, C_COLLATION_OID, CStringGetTextDatum(value), CStringGetTextDatum(anchored)));
 }
 
 Datum querygate_allow_tables(PG_FUNCTION_ARGS)
@@ -219,9 +218,10 @@ Datum querygate_grant_writes(PG_FUNCTION_ARGS)
     catalog_session_begin(&session);
     catalog_require_policy_actor(&session, policy);
     const char *args[2] = {policy, ops.len ? ops.data : nullptr};
-    catalog_exec_texts("UPDATE querygate.policy SET write_ops = pg_catalog.string_to_array($2, ',') "
-                       "WHERE name = $1",
-                       2, args);
+    catalog_exec_texts(
+        "UPDATE querygate.policy SET write_ops = pg_catalog.string_to_array($2, ',') "
+        "WHERE name = $1",
+        2, args);
     catalog_session_end(&session);
     PG_RETURN_VOID();
 }
@@ -261,11 +261,12 @@ Datum querygate_set_jwks(PG_FUNCTION_ARGS)
     // every policy's role, present and future: that is a superuser's power (so is
     // querygate.jwt_secret, a superuser-only setting).
     if (!superuser())
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("permission denied to set the JWKS document"),
-                        errdetail("A token's claim chooses its policy, so the JWKS document decides "
-                                  "who may act as every policy's role."),
-                        errhint("Only a superuser may call querygate.set_jwks.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("permission denied to set the JWKS document"),
+                 errdetail("A token's claim chooses its policy, so the JWKS document decides "
+                           "who may act as every policy's role."),
+                 errhint("Only a superuser may call querygate.set_jwks.")));
     CatalogSession session;
     if (PG_ARGISNULL(0)) {
         catalog_session_begin(&session);
@@ -307,8 +308,8 @@ Datum querygate_isolate_tenant(PG_FUNCTION_ARGS)
     char *coltype = format_type_be(get_atttype(table, attnum));
     // The caller's own rights (they must own the table); only the search_path is fixed, so the
     // policy's expressions resolve to pg_catalog.
-    char *tenant = psprintf("NULLIF(pg_catalog.current_setting('querygate.tenant', true), '')::%s",
-                            coltype);
+    char *tenant =
+        psprintf("NULLIF(pg_catalog.current_setting('querygate.tenant', true), '')::%s", coltype);
     const char *statements[] = {
         psprintf("ALTER TABLE %s ENABLE ROW LEVEL SECURITY", qualified),
         psprintf("ALTER TABLE %s FORCE ROW LEVEL SECURITY", qualified),

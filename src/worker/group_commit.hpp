@@ -5,13 +5,14 @@
 // WAL flush and a worker can commit only as fast as the disk syncs, while pgbench's many backends
 // share flushes. With querygate.group_commit on, a write commits without waiting for the flush
 // (synchronous_commit = off for that transaction only) and publishes how far WAL must be flushed;
-// its answer is held; at the end of the round the worker asks the WAL flusher (src/worker/wal_flusher.hpp)
-// for a flush and goes on serving. Held answers go out once WAL is flushed past their mark. Every
-// answer made while any worker's published commit is unflushed is held too. A commit's end is
-// known only after CommitTransactionCommand returns, and other workers may see the commit a few
-// microseconds before that (PostgreSQL offers no hook between the commit record and its
-// visibility); so a worker flags itself as committing just before, and while any worker is, an
-// answer is held to the WAL insert position, which is past every commit it can have seen.
+// its answer is held; at the end of the round the worker asks the WAL flusher
+// (src/worker/wal_flusher.hpp) for a flush and goes on serving. Held answers go out once WAL is
+// flushed past their mark. Every answer made while any worker's published commit is unflushed is
+// held too. A commit's end is known only after CommitTransactionCommand returns, and other workers
+// may see the commit a few microseconds before that (PostgreSQL offers no hook between the commit
+// record and its visibility); so a worker flags itself as committing just before, and while any
+// worker is, an answer is held to the WAL insert position, which is past every commit it can have
+// seen.
 //
 // A worker holding a single connection commits as PostgreSQL would: no other request can share its
 // flush, and the deferred path costs more than it saves there (measured at 1 connection: 1,330
@@ -54,8 +55,8 @@ class GroupCommit {
 
   private:
     unsigned connections_ = 0;
-    bool deferred_ = false;                      // the running transaction's commit was deferred
-    bool to_request_ = false;                    // this round deferred a commit
-    XLogRecPtr before_ = InvalidXLogRecPtr;      // XactLastCommitEnd when the deferral was asked
-    XLogRecPtr flushed_ = InvalidXLogRecPtr;     // flushed position last seen
+    bool deferred_ = false;                  // the running transaction's commit was deferred
+    bool to_request_ = false;                // this round deferred a commit
+    XLogRecPtr before_ = InvalidXLogRecPtr;  // XactLastCommitEnd when the deferral was asked
+    XLogRecPtr flushed_ = InvalidXLogRecPtr; // flushed position last seen
 };

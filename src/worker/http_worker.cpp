@@ -108,8 +108,9 @@ class StatsReporter {
         }
         if (due_ == AcceptGate::Clock::time_point{})
             due_ = now + std::chrono::milliseconds(wait);
-        return std::max(0L, static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                  due_ - now).count()));
+        return std::max(
+            0L, static_cast<long>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(due_ - now).count()));
     }
 
   private:
@@ -225,7 +226,7 @@ void serve()
         if (server.holding()) {
             set_waiting(true);
             if (server.release_held(runner.flushed())) {
-                server.run();      // sends them, and serves what came meanwhile
+                server.run(); // sends them, and serves what came meanwhile
                 runner.end_round();
             }
         }

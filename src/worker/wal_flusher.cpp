@@ -28,13 +28,13 @@ namespace {
 constexpr uint32 nobody = 0;
 
 struct WorkerSlot {
-    pg_atomic_uint32 waiting;     // its pgprocno + 1 while it holds answers, else nobody
-    pg_atomic_uint32 committing;  // 1 from just before a deferred commit until it is published
+    pg_atomic_uint32 waiting;    // its pgprocno + 1 while it holds answers, else nobody
+    pg_atomic_uint32 committing; // 1 from just before a deferred commit until it is published
 };
 
 struct Shared {
-    pg_atomic_uint64 wanted;      // highest commit end a worker wants flushed
-    pg_atomic_uint32 flusher;     // the flusher's pgprocno + 1, or nobody
+    pg_atomic_uint64 wanted;  // highest commit end a worker wants flushed
+    pg_atomic_uint32 flusher; // the flusher's pgprocno + 1, or nobody
     WorkerSlot workers[FLEXIBLE_ARRAY_MEMBER];
 };
 

@@ -1,5 +1,5 @@
-// Tests of src/auth/jwt.cpp against real tokens. The keys are generated here with OpenSSL (RSA 2048,
-// EC P-256) at every run, the JWKS is built from them, and every token is signed here with
+// Tests of src/auth/jwt.cpp against real tokens. The keys are generated here with OpenSSL (RSA
+// 2048, EC P-256) at every run, the JWKS is built from them, and every token is signed here with
 // OpenSSL (EVP_DigestSign, HMAC): nothing is a hard-coded expected result. Prints TAP and exits
 // non-zero when a test fails.
 #include "jwt.hpp"
