@@ -176,7 +176,7 @@ void CatalogCache::load()
             cp.rules.allowed_tables.push_back(
                 static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
         for (const auto &op : split_csv(p.at(r, 4)))
-            cp.rules.write_ops |= write_op_from_name(op.c_str());
+            cp.rules.write_ops |= write_ops::from_name(op.c_str());
         cp.rules.mask_predicates_allowed = std::strcmp(p.at(r, 5), "allow") == 0;
         policies_.emplace(cp.name, std::move(cp));
     }

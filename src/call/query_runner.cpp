@@ -160,17 +160,17 @@ ApiError resolve_params(const CachedQuery &query, const Caller &caller,
         bool sent = given(params, name, &p);
         if (rule != nullptr && !rule->from_claim.empty()) {
             if (sent) {
-                ApiError e = api_errors::make(400, "param_from_claim",
+                ApiError e = api_errors::make(error_code::param_from_claim,
                                               "a parameter taken from the caller's token was sent");
                 e.errors.emplace_back(name, "comes from the caller's token and cannot be sent");
                 return e;
             }
             if (!caller.is_jwt)
-                return api_errors::make(403, "sign_in_required",
+                return api_errors::make(error_code::sign_in_required,
                                         "this query needs a signed-in caller (a bearer token)");
             auto claim = caller.claims.scalars.find(rule->from_claim);
             if (claim == caller.claims.scalars.end())
-                return api_errors::make(403, "claim_missing",
+                return api_errors::make(error_code::claim_missing,
                                         "the caller's token lacks a claim this query needs");
             out[i].is_null = false;
             out[i].value = claim->second;
@@ -214,8 +214,8 @@ ApiError resolve_params(const CachedQuery &query, const Caller &caller,
     }
     if (problems.empty())
         return ApiError();
-    ApiError err = only_missing ? api_errors::make(400, "param_required", "missing parameters")
-                                : api_errors::make(400, "param_invalid", "invalid parameters");
+    ApiError err = only_missing ? api_errors::make(error_code::param_required, "missing parameters")
+                                : api_errors::make(error_code::param_invalid, "invalid parameters");
     err.errors = std::move(problems);
     return err;
 }
@@ -649,7 +649,7 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
     if (phase == Phase::binding && query != nullptr && failing_param >= 0 &&
         failing_param < static_cast<int>(query->param_names.size())) {
         // The problem is the caller's own value, so its description goes back to the caller.
-        ApiError err = api_errors::make(400, "param_invalid", "invalid parameter value");
+        ApiError err = api_errors::make(error_code::param_invalid, "invalid parameter value");
         std::string problem = e.message.size() > 200 ? e.message.substr(0, 200) + "..." : e.message;
         err.errors.emplace_back(query->param_names[failing_param], problem);
         err.message = "invalid value for parameter " + query->param_names[failing_param];
@@ -658,7 +658,8 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
     if (e.sqlerrcode == ERRCODE_QUERY_CANCELED && settings::statement_timeout > 0 &&
         TimestampDifferenceExceeds(started_at, GetCurrentTimestamp(),
                                    settings::statement_timeout - 1))
-        return api_errors::make(504, "query_timeout", "the query ran longer than the time limit");
+        return api_errors::make(error_code::query_timeout,
+                                "the query ran longer than the time limit");
     // The database's own message goes to the server log only: it may name tables, columns or
     // values the caller may not see.
     ereport(LOG,
@@ -666,11 +667,11 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
                     request.request_id.c_str(), e.message.c_str()),
              e.detail.empty() ? 0 : errdetail_internal("%s", e.detail.c_str()), errhidestmt(true)));
     if (e.sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION)
-        return api_errors::make(403, "read_only", "this call may not write to the database");
+        return api_errors::make(error_code::read_only, "this call may not write to the database");
     if (e.sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE)
-        return api_errors::make(403, "permission_denied",
+        return api_errors::make(error_code::permission_denied,
                                 "the policy's role lacks a privilege this query needs");
-    return api_errors::make(500, "query_failed", "the query failed");
+    return api_errors::make(error_code::query_failed, "the query failed");
 }
 
 CallResult QueryRunner::run(const CallRequest &request)
@@ -698,8 +699,8 @@ CallResult QueryRunner::run(const CallRequest &request)
         std::vector<Resolved> values;
         bool wrote = false;
         if (!s.cache.refresh()) {
-            result.error =
-                api_errors::make(503, "unavailable", "querygate is not installed in this database");
+            result.error = api_errors::make(error_code::unavailable,
+                                            "querygate is not installed in this database");
         } else if (ApiError denied = s.authenticate(request, hash_hex, caller); denied.set()) {
             result.error = std::move(denied);
         } else if (query = s.cache.find_query(request.query);
@@ -720,14 +721,14 @@ CallResult QueryRunner::run(const CallRequest &request)
                 ereport(LOG,
                         (errmsg("querygate: policy \"%s\" runs as a role that no longer exists",
                                 caller.policy->name.c_str())));
-                result.error = api_errors::make(500, "query_failed", "the query failed");
+                result.error = api_errors::make(error_code::query_failed, "the query failed");
             } else if (status == ROLE_PRIVILEGED && !caller.policy->allow_superuser) {
                 // Made privileged (role_rules.hpp) after the policy was created: refused until a
                 // member of the role says so (set_policy(..., allow_superuser => true)).
                 ereport(LOG, (errmsg("querygate: policy \"%s\" runs as a privileged role, which it "
                                      "does not allow",
                                      caller.policy->name.c_str())));
-                result.error = api_errors::make(403, "privileged_role",
+                result.error = api_errors::make(error_code::privileged_role,
                                                 "the policy's role is privileged (a superuser or "
                                                 "alike), which the policy does not allow");
             } else {
@@ -736,11 +737,10 @@ CallResult QueryRunner::run(const CallRequest &request)
                 const PolicyDecision &decision = s.decision_for(entry, *caller.policy);
                 // The server-wide switch outranks every policy: with it off, no call writes.
                 if (entry.analysis->write_ops != 0 && !settings::allow_writes) {
-                    result.error =
-                        api_errors::make(403, "read_only", "writes are turned off on this server");
+                    result.error = api_errors::make(error_code::read_only,
+                                                    "writes are turned off on this server");
                 } else if (decision.refused()) {
-                    result.error = api_errors::make(403, decision.refusal_code.c_str(),
-                                                    decision.refusal_message);
+                    result.error = api_errors::make(decision.refusal, decision.refusal_message);
                 } else {
                     // A granted write (the decision checked the policy's operations) runs in a
                     // read-write transaction; everything else stays read-only.
@@ -776,7 +776,7 @@ CallResult QueryRunner::run(const CallRequest &request)
         // must be ended here, or every later call on this worker would fail.
         ereport(LOG, (errmsg("querygate: call of \"%s\" failed (request %s): %s",
                              request.query.c_str(), request.request_id.c_str(), e.what())));
-        result.error = api_errors::make(500, "internal_error", "internal error");
+        result.error = api_errors::make(error_code::internal_error, "internal error");
         result.body.clear();
         s.abort_call();
     }

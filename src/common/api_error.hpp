@@ -1,11 +1,59 @@
 // The HTTP API's errors: a status, a stable code, a sentence for people, and per-parameter
 // problems. Codes are the contract (README, "Errors"); messages may improve, codes never change
-// meaning.
+// meaning. Every code is named once, below, with its one status: code elsewhere uses the names,
+// never a string literal, so a code cannot be misspelt or answered with two statuses.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
+
+struct ErrorCode {
+    int status;
+    const char *code;
+};
+
+namespace error_code {
+
+// The request itself (HTTP side).
+inline constexpr ErrorCode invalid_body{400, "invalid_body"};
+inline constexpr ErrorCode invalid_paging{400, "invalid_paging"};
+inline constexpr ErrorCode invalid_format{400, "invalid_format"};
+inline constexpr ErrorCode not_found{404, "not_found"};
+inline constexpr ErrorCode method_not_allowed{405, "method_not_allowed"};
+inline constexpr ErrorCode payload_too_large{413, "payload_too_large"};
+// A request libmicrohttpd refused before it reached us; the status is the one it chose.
+inline constexpr const char *invalid_request = "invalid_request";
+
+// Who is calling and what they may call.
+inline constexpr ErrorCode unauthorized{401, "unauthorized"};
+inline constexpr ErrorCode query_not_found{404, "query_not_found"};
+inline constexpr ErrorCode sign_in_required{403, "sign_in_required"};
+inline constexpr ErrorCode claim_missing{403, "claim_missing"};
+inline constexpr ErrorCode privileged_role{403, "privileged_role"};
+
+// Parameters.
+inline constexpr ErrorCode param_required{400, "param_required"};
+inline constexpr ErrorCode param_invalid{400, "param_invalid"};
+inline constexpr ErrorCode param_from_claim{400, "param_from_claim"};
+
+// What the policy decides about the statement (policy_decision.hpp), and what the call may do.
+inline constexpr ErrorCode untrusted_code{403, "untrusted_code"};
+inline constexpr ErrorCode table_not_allowed{403, "table_not_allowed"};
+inline constexpr ErrorCode write_op_not_allowed{403, "write_op_not_allowed"};
+inline constexpr ErrorCode read_only{403, "read_only"};
+inline constexpr ErrorCode mask_unresolvable{403, "mask_unresolvable"};
+inline constexpr ErrorCode mask_expression{403, "mask_expression"};
+inline constexpr ErrorCode mask_predicate{403, "mask_predicate"};
+inline constexpr ErrorCode permission_denied{403, "permission_denied"};
+
+// The call failed.
+inline constexpr ErrorCode query_failed{500, "query_failed"};
+inline constexpr ErrorCode internal_error{500, "internal_error"};
+inline constexpr ErrorCode unavailable{503, "unavailable"};
+inline constexpr ErrorCode query_timeout{504, "query_timeout"};
+
+} // namespace error_code
 
 struct ApiError {
     int status = 0;
@@ -19,11 +67,11 @@ struct ApiError {
 
 namespace api_errors {
 
-inline ApiError make(int status, const char *code, std::string message)
+inline ApiError make(ErrorCode code, std::string message)
 {
     ApiError e;
-    e.status = status;
-    e.code = code;
+    e.status = code.status;
+    e.code = code.code;
     e.message = std::move(message);
     return e;
 }
@@ -32,12 +80,12 @@ inline ApiError make(int status, const char *code, std::string message)
 // difference.
 inline ApiError unauthorized()
 {
-    return make(401, "unauthorized", "a valid API key is required");
+    return make(error_code::unauthorized, "a valid API key is required");
 }
 // One answer for a query that does not exist and one the key may not call: names cannot be probed.
 inline ApiError query_not_found()
 {
-    return make(404, "query_not_found", "no such query");
+    return make(error_code::query_not_found, "no such query");
 }
 
 } // namespace api_errors

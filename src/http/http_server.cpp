@@ -5,6 +5,7 @@
 // - nothing but MHD_run may consume events from libmicrohttpd's own epoll fd, or the server hangs;
 //   the worker only watches that fd for readability.
 #include "http/http_server.hpp"
+#include "common/api_error.hpp"
 
 #include <microhttpd.h>
 
@@ -161,7 +162,8 @@ struct HttpServer::Callbacks {
                 self->logger_(e.what());
             HttpResponse resp;
             resp.status = 500;
-            resp.body = R"({"error":"internal error","code":"internal_error"})";
+            resp.body = std::string(R"({"error":"internal error","code":")") +
+                        error_code::internal_error.code + "\"}";
             return send(conn, resp);
         } catch (...) {
             return MHD_NO;

@@ -82,7 +82,7 @@ bool parse_positive(const std::string &text, long max, long &out)
 ApiError invalid_paging(const char *what)
 {
     return api_errors::make(
-        400, "invalid_paging",
+        error_code::invalid_paging,
         std::string(what) + " must be a whole number from 1 to " +
             std::to_string(std::string(what) == "page_size" ? settings::max_page_size : max_page));
 }
@@ -96,14 +96,15 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &page_g
     json_body::Value root;
     std::string error;
     if (!json_body::parse(body, root, error))
-        return api_errors::make(400, "invalid_body", "the body is not valid JSON: " + error);
+        return api_errors::make(error_code::invalid_body, "the body is not valid JSON: " + error);
     if (root.kind != json_body::Value::Kind::object)
-        return api_errors::make(400, "invalid_body", "the body must be a JSON object");
+        return api_errors::make(error_code::invalid_body, "the body must be a JSON object");
     using Kind = json_body::Value::Kind;
     for (const auto &[field, value] : root.members) {
         if (field == "params") {
             if (value.kind != Kind::object)
-                return api_errors::make(400, "invalid_body", "\"params\" must be a JSON object");
+                return api_errors::make(error_code::invalid_body,
+                                        "\"params\" must be a JSON object");
             for (const auto &[name, v] : value.members) {
                 // Every kind reaches the parameter's input function as text: numbers as written,
                 // strings decoded, objects and arrays as JSON text; null is SQL NULL.
@@ -121,7 +122,7 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &page_g
                 return invalid_paging(field.c_str());
             (is_page ? page_given : size_given) = true;
         } else {
-            ApiError e = api_errors::make(400, "invalid_body", "unknown field in the body");
+            ApiError e = api_errors::make(error_code::invalid_body, "unknown field in the body");
             e.errors.emplace_back(field,
                                   "unknown field; the body takes params, page and page_size");
             return e;
@@ -143,7 +144,7 @@ ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &
             (is_page ? page_given : size_given) = true;
         } else if (arg.first == "format") {
             if (arg.second != "json")
-                return api_errors::make(400, "invalid_format", "the only format is json");
+                return api_errors::make(error_code::invalid_format, "the only format is json");
         } else {
             CallParam p;
             p.name = arg.first;
@@ -225,11 +226,12 @@ std::string RequestHandler::client_ip(const HttpRequest &request)
 void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse &response)
 {
     std::string id = request_id(request);
-    ApiError e = status == 413
-                     ? api_errors::make(413, "payload_too_large",
-                                        "the request body is larger than " +
-                                            std::to_string(settings::max_body_size) + " bytes")
-                     : api_errors::make(status, "invalid_request", "request refused");
+    ApiError e =
+        status == 413
+            ? api_errors::make(error_code::payload_too_large,
+                               "the request body is larger than " +
+                                   std::to_string(settings::max_body_size) + " bytes")
+            : api_errors::make(ErrorCode{status, error_code::invalid_request}, "request refused");
     write_error(response, e, id);
     response.add_header("X-Request-Id", id);
 }
@@ -242,7 +244,7 @@ void RequestHandler::handle(const HttpRequest &request, HttpResponse &response)
     const std::string &path = request.path;
     if (path == "/health") {
         if (request.method != "GET" && request.method != "HEAD") {
-            ApiError e = api_errors::make(405, "method_not_allowed", "use GET on /health");
+            ApiError e = api_errors::make(error_code::method_not_allowed, "use GET on /health");
             e.allow = "GET, HEAD";
             write_error(response, e, id);
             return;
@@ -255,7 +257,7 @@ void RequestHandler::handle(const HttpRequest &request, HttpResponse &response)
         handle_query(request, path.substr(3), response, id);
         return;
     }
-    write_error(response, api_errors::make(404, "not_found", "no such endpoint"), id);
+    write_error(response, api_errors::make(error_code::not_found, "no such endpoint"), id);
 }
 
 // Answers without touching SPI or the catalog: it says the worker's loop is alive.
@@ -269,7 +271,8 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
                                   HttpResponse &response, const std::string &id)
 {
     if (request.method != "GET" && request.method != "POST") {
-        ApiError e = api_errors::make(405, "method_not_allowed", "use GET or POST on /q/{name}");
+        ApiError e =
+            api_errors::make(error_code::method_not_allowed, "use GET or POST on /q/{name}");
         e.allow = "GET, POST";
         write_error(response, e, id);
         return;

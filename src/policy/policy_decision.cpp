@@ -24,9 +24,9 @@ masking::Action action_of(const std::vector<masking::Rule> &rules, const SourceC
     return masking::action_for(rules, c.schema, c.table, c.column);
 }
 
-void refuse(PolicyDecision &d, const char *code, std::string message)
+void refuse(PolicyDecision &d, ErrorCode code, std::string message)
 {
-    d.refusal_code = code;
+    d.refusal = code;
     d.refusal_message = std::move(message);
 }
 
@@ -35,43 +35,13 @@ bool refuse_computed(PolicyDecision &d, const PolicyRules &rules, const SourceCo
 {
     if (c.computed == nullptr || action_of(rules.masks, c) == masking::Action::none)
         return false;
-    refuse(d, "mask_expression",
+    refuse(d, error_code::mask_expression,
            "the query computes with the masked column " + column_text(c) + " (" + c.computed +
                "); a masked value may only be returned unchanged");
     return true;
 }
 
-const struct {
-    int op;
-    const char *name;
-} write_op_names[] = {
-    {WRITE_INSERT, "insert"},
-    {WRITE_UPDATE, "update"},
-    {WRITE_DELETE, "delete"},
-    {WRITE_MERGE, "merge"},
-};
-static_assert(sizeof(write_op_names) / sizeof(write_op_names[0]) == write_op_count,
-              "write_op_count (policy_decision.hpp) must count the table");
-
 } // namespace
-
-const char *write_op_name(int index)
-{
-    return write_op_names[index].name;
-}
-
-int write_op_bit(int index)
-{
-    return write_op_names[index].op;
-}
-
-int write_op_from_name(const char *op)
-{
-    for (const auto &w : write_op_names)
-        if (std::strcmp(w.name, op) == 0)
-            return w.op;
-    return 0;
-}
 
 PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
 {
@@ -92,7 +62,7 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
     if (analysis.untrusted != nullptr) {
         // The reason names roles and schemas, which are the administrator's business:
         // querygate.explain shows it.
-        refuse(d, "untrusted_code",
+        refuse(d, error_code::untrusted_code,
                "the query runs code that its policy's role does not trust (querygate.explain "
                "says why)");
         return d;
@@ -105,13 +75,13 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
             const RelationRef &r = analysis.relations[i];
             if (std::find(rules.allowed_tables.begin(), rules.allowed_tables.end(), r.relid) ==
                 rules.allowed_tables.end()) {
-                refuse(d, "table_not_allowed",
+                refuse(d, error_code::table_not_allowed,
                        "the policy does not allow the table " + relation_text(r));
                 return d;
             }
         }
         if (analysis.reads_database != nullptr) {
-            refuse(d, "table_not_allowed",
+            refuse(d, error_code::table_not_allowed,
                    std::string("the query calls ") + analysis.reads_database +
                        ", which can read any table, and the policy has a table allow-list");
             return d;
@@ -121,13 +91,14 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
     // 2. Writes: every write the statement makes, at any level; and a read writes nothing anywhere,
     // not even where a read-only transaction does not look (notifications, large objects).
     int extra = analysis.write_ops & ~rules.write_ops;
-    for (const auto &w : write_op_names)
-        if (extra & w.op) {
-            refuse(d, "write_op_not_allowed", std::string("the policy does not allow ") + w.name);
+    for (const write_ops::Op &w : write_ops::all)
+        if (extra & w.bit) {
+            refuse(d, error_code::write_op_not_allowed,
+                   std::string("the policy does not allow ") + w.name);
             return d;
         }
     if (analysis.write_ops == 0 && analysis.writes_outside != nullptr) {
-        refuse(d, "read_only",
+        refuse(d, error_code::read_only,
                std::string("this call may not write, and the query calls ") +
                    analysis.writes_outside + ", which writes");
         return d;
@@ -140,7 +111,7 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
     for (int i = 0; i < analysis.noutputs; i++) {
         const OutputLineage &out = analysis.outputs[i];
         if (out.unresolvable != nullptr) {
-            refuse(d, "mask_unresolvable",
+            refuse(d, error_code::mask_unresolvable,
                    std::string("the sources of column \"") + out.name + "\" cannot be known (" +
                        out.unresolvable + "), and the policy masks columns");
             return d;
@@ -149,7 +120,7 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
 
     // 4. Statistics keep copies of column values that no lineage leads back to their columns.
     if (analysis.value_copies != nullptr) {
-        refuse(d, "mask_unresolvable",
+        refuse(d, error_code::mask_unresolvable,
                std::string("the query reads ") + analysis.value_copies +
                    ", which holds copies of column values, and the policy masks columns");
         return d;
@@ -176,14 +147,14 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
                     return d;
                 // A masked value written where the policy masks less would be read back clear.
                 if (action_of(rules.masks, w.sources[s]) > target) {
-                    refuse(d, "mask_expression",
+                    refuse(d, error_code::mask_expression,
                            "the query copies the masked column " + column_text(w.sources[s]) +
                                " into " + column_text(w.target) + ", which the policy masks less");
                     return d;
                 }
             }
             if (w.unresolvable != nullptr) {
-                refuse(d, "mask_unresolvable",
+                refuse(d, error_code::mask_unresolvable,
                        std::string("the sources of a value written to ") + column_text(w.target) +
                            " cannot be known (" + w.unresolvable +
                            "), and the policy masks columns");
@@ -198,7 +169,7 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
         for (int i = 0; i < analysis.npredicates; i++) {
             const SourceColumn &c = analysis.predicates[i];
             if (action_of(rules.masks, c) != masking::Action::none) {
-                refuse(d, "mask_predicate",
+                refuse(d, error_code::mask_predicate,
                        "the query filters, joins, groups, sorts or compares rows on the masked "
                        "column " +
                            column_text(c));
@@ -206,7 +177,7 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
             }
         }
         if (analysis.predicate_unresolvable != nullptr) {
-            refuse(d, "mask_predicate",
+            refuse(d, error_code::mask_predicate,
                    std::string("the query filters, joins, groups, sorts or compares rows on a "
                                "column whose sources cannot be known (") +
                        analysis.predicate_unresolvable + "), and the policy masks columns");
@@ -250,7 +221,7 @@ void decide_plain(const QueryAnalysis *analysis, const PolicyRows *rows,
             rules.masks.push_back(std::move(rule));
         }
         PolicyDecision decision = decide(*analysis, rules);
-        copy_text(out->code, sizeof(out->code), decision.refusal_code);
+        copy_text(out->code, sizeof(out->code), decision.refused() ? decision.refusal.code : "");
         copy_text(out->message, sizeof(out->message), decision.refusal_message);
         for (int i = 0; out->actions != nullptr && i < analysis->noutputs; i++)
             out->actions[i] = i < static_cast<int>(decision.column_actions.size())

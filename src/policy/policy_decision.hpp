@@ -3,6 +3,7 @@
 // so the worker computes it once per (policy, query, plan) and explain shows the same decision.
 #pragma once
 
+#include "common/api_error.hpp"
 #include "rules/mask_rules.hpp"
 #include "policy/query_analysis.hpp"
 
@@ -18,22 +19,16 @@ struct PolicyRules {
 };
 
 struct PolicyDecision {
-    // Empty when allowed; else "untrusted_code", "table_not_allowed", "write_op_not_allowed",
-    // "read_only", "mask_unresolvable", "mask_expression" or "mask_predicate" (all HTTP 403), with
-    // a message for the caller naming the table, column or function.
-    std::string refusal_code;
+    // Unset (status 0) when allowed; else error_code::untrusted_code, table_not_allowed,
+    // write_op_not_allowed, read_only, mask_unresolvable, mask_expression or mask_predicate (all
+    // HTTP 403), with a message for the caller naming the table, column or function.
+    ErrorCode refusal{0, ""};
     std::string refusal_message;
     // One per QueryAnalysis output, in order.
     std::vector<masking::Action> column_actions;
 
-    bool refused() const { return !refusal_code.empty(); }
+    bool refused() const { return refusal.status != 0; }
 };
-
-// The write operations by name, in one table: "insert", "update", "delete", "merge".
-constexpr int write_op_count = 4;
-const char *write_op_name(int index);   // the name of the index-th operation
-int write_op_bit(int index);            // its WriteOp bit
-int write_op_from_name(const char *op); // the bit for a name, 0 for anything else
 
 // Checks, in this order: code the policy's role does not trust, the table allow-list (relations and
 // functions that read the database), the write operations (and, for a read, functions that write

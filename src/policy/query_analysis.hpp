@@ -6,6 +6,7 @@
 #pragma once
 
 #include "pg/pg_headers.hpp"
+#include "rules/write_ops.hpp"
 extern "C" {
 #include "access/attnum.h"
 }
@@ -45,8 +46,6 @@ struct OutputLineage {
     SourceColumn *sources; // deduplicated; none for a constant or count(*)
     char *unresolvable;    // NULL, or why its sources cannot be known (a function in FROM, ...)
 };
-
-enum WriteOp { WRITE_INSERT = 1, WRITE_UPDATE = 2, WRITE_DELETE = 4, WRITE_MERGE = 8 };
 
 struct QueryAnalysis {
     // Every relation read or written at any level (joins, subqueries in FROM, WHERE and the select

@@ -141,7 +141,7 @@ void catalog_read_policy_rows(const char *policy, MemoryContext into, PolicyRows
                           &n);
         for (int i = 0; i < n; i++)
             if (!nulls[i])
-                rows->write_ops |= write_op_from_name(TextDatumGetCString(items[i]));
+                rows->write_ops |= write_ops::from_name(TextDatumGetCString(items[i]));
     }
     char *mask_predicates = SPI_getvalue(tuple, desc, 3);
     rows->mask_predicates_allowed =

@@ -187,9 +187,9 @@ Datum querygate_explain(PG_FUNCTION_ARGS)
     }
     appendStringInfoString(&buf, "], \"writes\": [");
     bool first = true;
-    for (int i = 0; i < write_op_count; i++)
-        if (analysis.write_ops & write_op_bit(i)) {
-            appendStringInfo(&buf, "%s\"%s\"", first ? "" : ", ", write_op_name(i));
+    for (const write_ops::Op &op : write_ops::all)
+        if (analysis.write_ops & op.bit) {
+            appendStringInfo(&buf, "%s\"%s\"", first ? "" : ", ", op.name);
             first = false;
         }
     appendStringInfo(&buf, "], \"returns_rows\": %s", analysis.returns_rows ? "true" : "false");

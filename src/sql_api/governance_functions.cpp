@@ -192,27 +192,23 @@ Datum querygate_grant_writes(PG_FUNCTION_ARGS)
         int n;
         deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT, &items,
                           &item_nulls, &n);
-        static const char *const known[] = {"insert", "update", "delete", "merge"};
-        for (const char *op : known)
-            for (int i = 0; i < n; i++) {
-                if (item_nulls[i])
-                    ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-                                    errmsg("write operations must not be null")));
-                if (pg_strcasecmp(TextDatumGetCString(items[i]), op) == 0) {
-                    appendStringInfo(&ops, "%s%s", ops.len ? "," : "", op);
-                    break;
-                }
-            }
+        // Stored by name, once each, in the table's order, whatever order and case were given.
+        int bits = 0;
         for (int i = 0; i < n; i++) {
+            if (item_nulls[i])
+                ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                                errmsg("write operations must not be null")));
             char *op = TextDatumGetCString(items[i]);
-            bool ok = false;
-            for (const char *k : known)
-                ok = ok || pg_strcasecmp(op, k) == 0;
-            if (!ok)
+            int bit = write_ops::from_name(op);
+            if (bit == 0)
                 ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                                 errmsg("unknown write operation \"%s\"", op),
                                 errhint("The operations are insert, update, delete and merge.")));
+            bits |= bit;
         }
+        for (const write_ops::Op &op : write_ops::all)
+            if (bits & op.bit)
+                appendStringInfo(&ops, "%s%s", ops.len ? "," : "", op.name);
     }
     CatalogSession session;
     catalog_session_begin(&session);

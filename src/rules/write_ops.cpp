@@ -1,0 +1,33 @@
+// The write operations' table: see write_ops.hpp.
+#include "rules/write_ops.hpp"
+
+namespace write_ops {
+
+namespace {
+
+char lower(char c)
+{
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool same_name(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if (lower(*a) != *b)
+            return false;
+    return *a == *b;
+}
+
+} // namespace
+
+int from_name(const char *name)
+{
+    if (name == nullptr)
+        return 0;
+    for (const Op &op : all)
+        if (same_name(name, op.name))
+            return op.bit;
+    return 0;
+}
+
+} // namespace write_ops
