@@ -162,32 +162,33 @@ void CatalogCache::load()
         queries_.emplace(cq.name, std::move(cq));
     }
 
-    TextRows p = fetch("SELECT name, run_as::pg_catalog.oid, "
-                       "pg_catalog.array_to_string(allowed_tables::pg_catalog.oid[], ','), "
-                       "allowed_tables IS NOT NULL, pg_catalog.array_to_string(write_ops, ','), "
-                       "mask_predicates, allow_superuser FROM querygate.policy");
-    for (uint64 r = 0; r < p.nrows; r++) {
-        CachedPolicy cp;
-        cp.name = p.at(r, 0);
-        cp.run_as = static_cast<Oid>(std::strtoul(p.at(r, 1), nullptr, 10));
-        cp.allow_superuser = std::strcmp(p.at(r, 6), "t") == 0;
-        cp.rules.has_allowed_tables = std::strcmp(p.at(r, 3), "t") == 0;
-        for (const auto &t : split_csv(p.at(r, 2)))
-            cp.rules.allowed_tables.push_back(
-                static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
-        for (const auto &op : split_csv(p.at(r, 4)))
-            cp.rules.write_ops |= write_ops::from_name(op.c_str());
-        cp.rules.mask_predicates_allowed = std::strcmp(p.at(r, 5), "allow") == 0;
-        policies_.emplace(cp.name, std::move(cp));
-    }
-    TextRows m = fetch("SELECT policy, pattern, action FROM querygate.mask_rule");
+    // Policies and their mask rules, decoded as the administration functions decode them.
+    TextRows m = fetch((std::string(mask_rows_select) + " ORDER BY policy, pattern").c_str());
+    std::unordered_map<std::string, std::pair<std::vector<const char *>, std::vector<const char *>>>
+        masks;
     for (uint64 r = 0; r < m.nrows; r++) {
-        auto it = policies_.find(m.at(r, 0));
-        masking::Rule rule;
-        std::string error;
-        if (it != policies_.end() && masking::parse_pattern(m.at(r, 1), rule.pattern, error) &&
-            masking::parse_action(m.at(r, 2), rule.action))
-            it->second.rules.masks.push_back(std::move(rule));
+        auto &pair = masks[m.at(r, 0)];
+        pair.first.push_back(m.at(r, 1));
+        pair.second.push_back(m.at(r, 2));
+    }
+    TextRows p = fetch(policy_rows_select);
+    for (uint64 r = 0; r < p.nrows; r++) {
+        PolicyRow row = {};
+        for (int c = 0; c < POLICY_COLUMNS; c++)
+            row.cells[c] = p.at(r, c);
+        auto rules = masks.find(p.at(r, POLICY_NAME));
+        if (rules != masks.end()) {
+            row.nmasks = static_cast<int>(rules->second.first.size());
+            row.patterns = rules->second.first.data();
+            row.actions = rules->second.second.data();
+        }
+        CachedPolicy cp;
+        if (!decode_policy(row, cp, cp.invalid))
+            ereport(WARNING, (errmsg("querygate: policy \"%s\" refuses every call: %s",
+                                     cp.name.c_str(), cp.invalid.c_str())));
+        else
+            cp.invalid.clear();
+        policies_.emplace(cp.name, std::move(cp));
     }
     TextRows g = fetch("SELECT policy, query FROM querygate.query_grant");
     for (uint64 r = 0; r < g.nrows; r++) {

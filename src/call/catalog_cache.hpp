@@ -12,7 +12,7 @@
 
 #include "http/client_address.hpp"
 #include "rules/param_rules.hpp"
-#include "policy/policy_decision.hpp"
+#include "policy/policy_rows.hpp"
 
 #include <cstdint>
 #include <string>
@@ -32,12 +32,9 @@ struct CachedQuery {
     int64_t revision = 0;
 };
 
-struct CachedPolicy {
-    std::string name;
-    Oid run_as = InvalidOid;
-    bool allow_superuser = false; // run_as may be a superuser or a BYPASSRLS role
+struct CachedPolicy : DecodedPolicy {
     std::unordered_set<std::string> queries;
-    PolicyRules rules; // allow-list, writes, masks, mask_predicates
+    std::string invalid; // why its row could not be decoded: it refuses every call
 };
 
 struct CachedKey {

@@ -28,210 +28,38 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include "auth/secrets.hpp"
+#include "call/authenticate.hpp"
 #include "call/call_hygiene.hpp"
 #include "call/catalog_cache.hpp"
-#include "worker/group_commit.hpp"
-#include "sql_api/governance.hpp"
 #include "call/json_output.hpp"
-#include "auth/jwt.hpp"
-#include "pg/pg_guard.hpp"
-#include "policy/policy_decision.hpp"
-#include "policy/query_analysis.hpp"
-#include "policy/role_rules.hpp"
-#include "auth/secrets.hpp"
+#include "call/plan_cache.hpp"
 #include "common/settings.hpp"
+#include "pg/pg_guard.hpp"
+#include "policy/role_rules.hpp"
+#include "rules/param_binding.hpp"
+#include "sql_api/governance.hpp"
+#include "worker/group_commit.hpp"
 
-#include <algorithm>
-#include <chrono>
-#include <map>
-#include <unordered_map>
 #include <utility>
 
 namespace {
 
-// Analyses go stale when a relation they depend on changes (a view is redefined, a column
-// dropped): a relcache callback bumps this epoch for any relation in `analysis_depends`.
-uint64_t analysis_epoch = 1;
-std::vector<Oid> analysis_depends; // sorted
-
-void on_relation_changed(Datum, Oid relid)
-{
-    if (relid == InvalidOid ||
-        std::binary_search(analysis_depends.begin(), analysis_depends.end(), relid))
-        analysis_epoch++;
-}
-
-// Whether a statement's code is trusted for a role (code_trust.hpp) depends on the owners of the
-// functions and domains it calls, the schemas of its search_path, operators' commutators and
-// negators, role attributes and memberships, and the database's owner. Changes to the functions
-// and types that kept analyses looked at (their syscache hash values, sorted, one list per cache)
-// make the analyses stale; other rows of those catalogs change often (every CREATE TABLE makes a
-// pg_type row) and are ignored. This database's row alike: pg_database is shared, and autovacuum
-// updates every database's row. Schemas, operators and roles change rarely: any change counts.
-const int trust_object_caches[] = {PROCOID, TYPEOID, DATABASEOID};
-std::vector<uint32> trust_hashes[3];
-const int trust_global_caches[] = {NAMESPACEOID, OPEROID, AUTHOID, AUTHMEMMEMROLE};
-
-void on_trust_object_changed(Datum slot, int, uint32 hashvalue)
-{
-    const std::vector<uint32> &hashes = trust_hashes[DatumGetInt32(slot)];
-    if (hashvalue == 0 || std::binary_search(hashes.begin(), hashes.end(), hashvalue))
-        analysis_epoch++;
-}
-
-void on_trust_global_changed(Datum, int, uint32)
-{
-    analysis_epoch++;
-}
-
-// The sorted union of a watch list and new entries.
-template <typename T> void watch(std::vector<T> &list, const T *items, int n)
-{
-    list.insert(list.end(), items, items + n);
-    std::sort(list.begin(), list.end());
-    list.erase(std::unique(list.begin(), list.end()), list.end());
-}
-
-// A plan kept for one (query, run_as role): prepared as that role, with the query's search_path,
-// with the analysis the policies' decisions are made from.
-struct PlanEntry {
-    int64_t revision = 0;
-    SPIPlanPtr plan = nullptr;
-    FmgrInfo *input = nullptr; // per parameter, in TopMemoryContext
-    Oid *ioparam = nullptr;
-    MemoryContext analysis_context = nullptr;
-    QueryAnalysis *analysis = nullptr;
-    uint64_t analysis_epoch = 0;
-    // Per policy: the decision and the catalog generation it was made under.
-    std::unordered_map<std::string, std::pair<uint64_t, PolicyDecision>> decisions;
-};
-
-// Who is calling, once authenticated.
-struct Caller {
-    const CachedPolicy *policy = nullptr;
-    bool is_jwt = false;
-    bool has_tenant = false;
-    std::string tenant;
-    jwt::Claims claims;
-};
-
-// A parameter's value after its rules: given, defaulted, from a claim, or NULL.
-struct Resolved {
-    bool is_null = true;
-    std::string value;
-};
-
-int64_t unix_now_us()
-{
-    using namespace std::chrono;
-    return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 enum class Phase { setup, binding, executing };
-
-bool given(const std::vector<CallParam> &params, const std::string &name, const CallParam **found)
-{
-    for (const CallParam &p : params)
-        if (p.name == name) {
-            *found = &p;
-            return true;
-        }
-    return false;
-}
-
-// Every problem with the call's parameters at once, checked only once the caller is authorized for
-// the query (so parameter names are never revealed to anyone else): missing ones (param_required
-// when nothing else is wrong), unknown, repeated, NUL-holding or rule-breaking ones
-// (param_invalid), and from_claim parameters (param_from_claim, sign_in_required, claim_missing).
-// matches_pattern(pattern, value) runs PostgreSQL's regex engine; it is only called for values
-// that passed every other check.
-template <typename PatternCheck>
-ApiError resolve_params(const CachedQuery &query, const Caller &caller,
-                        const std::vector<CallParam> &params, std::vector<Resolved> &out,
-                        PatternCheck &&matches_pattern)
-{
-    std::vector<std::pair<std::string, std::string>> problems;
-    bool only_missing = true;
-    out.assign(query.param_names.size(), Resolved());
-    for (size_t i = 0; i < query.param_names.size(); i++) {
-        const std::string &name = query.param_names[i];
-        const param_rules::Rule *rule = param_rules::find(query.rules, name);
-        const CallParam *p = nullptr;
-        bool sent = given(params, name, &p);
-        if (rule != nullptr && !rule->from_claim.empty()) {
-            if (sent) {
-                ApiError e = api_errors::make(error_code::param_from_claim,
-                                              "a parameter taken from the caller's token was sent");
-                e.errors.emplace_back(name, "comes from the caller's token and cannot be sent");
-                return e;
-            }
-            if (!caller.is_jwt)
-                return api_errors::make(error_code::sign_in_required,
-                                        "this query needs a signed-in caller (a bearer token)");
-            auto claim = caller.claims.scalars.find(rule->from_claim);
-            if (claim == caller.claims.scalars.end())
-                return api_errors::make(error_code::claim_missing,
-                                        "the caller's token lacks a claim this query needs");
-            out[i].is_null = false;
-            out[i].value = claim->second;
-            continue;
-        }
-        if (sent) {
-            out[i].is_null = p->is_null;
-            out[i].value = p->value;
-            if (p->value.find('\0') != std::string::npos) {
-                problems.emplace_back(name, "must not contain a NUL byte");
-                only_missing = false;
-            } else if (rule != nullptr && !p->is_null) {
-                std::string problem = param_rules::check(*rule, p->value);
-                if (problem.empty() && !rule->pattern.empty() &&
-                    !matches_pattern(rule->pattern, p->value))
-                    problem = "does not match the required pattern";
-                if (!problem.empty()) {
-                    problems.emplace_back(name, problem);
-                    only_missing = false;
-                }
-            }
-        } else if (rule != nullptr && rule->has_default) {
-            out[i].is_null = rule->default_is_null;
-            out[i].value = rule->default_text;
-        } else if (rule == nullptr || rule->required) {
-            problems.emplace_back(name, "is required");
-        }
-    }
-    for (size_t i = 0; i < params.size(); i++) {
-        const CallParam &p = params[i];
-        bool known = std::find(query.param_names.begin(), query.param_names.end(), p.name) !=
-                     query.param_names.end();
-        bool repeated = false;
-        for (size_t j = 0; j < i; j++)
-            repeated = repeated || params[j].name == p.name;
-        if (!known || repeated) {
-            problems.emplace_back(p.name, known ? "is given more than once"
-                                                : "is not a parameter of this query");
-            only_missing = false;
-        }
-    }
-    if (problems.empty())
-        return ApiError();
-    ApiError err = only_missing ? api_errors::make(error_code::param_required, "missing parameters")
-                                : api_errors::make(error_code::param_invalid, "invalid parameters");
-    err.errors = std::move(problems);
-    return err;
-}
 
 } // namespace
 
 struct QueryRunner::State {
+    explicit State(GroupCommit &gc) : group_commit(gc) {}
+
     CatalogCache cache;
-    std::map<std::pair<std::string, Oid>, PlanEntry> plans;
-    jwt::Verifier verifier;
-    uint64_t verifier_generation = 0; // cache generation + settings reloads it was built for
+    PlanCache plans;
+    Authenticator authenticator;
+    GroupCommit &group_commit; // the worker's
     // The session's search_path as last set by a committed call; unknown after an abort.
     std::string search_path;
     bool search_path_known = false;
     MemoryContext request_context = nullptr;
-    GroupCommit group_commit;
 
     // Filled while a call runs; read by the error path.
     Phase phase = Phase::setup;
@@ -244,104 +72,27 @@ struct QueryRunner::State {
     // The GUC nest level the call's SQL runs in (call_hygiene.hpp).
     int guc_nest_level = 0;
 
-    ApiError authenticate(const CallRequest &request, const char *key_hash_hex, Caller &caller);
-    void configure_verifier();
     bool matches_pattern(const std::string &pattern, const std::string &value);
     void ensure_search_path(const std::string &path);
+    ApiError may_run_as(const CachedPolicy &policy);
     void begin_call(const CachedQuery &query, const Caller &caller, Oid role);
     void end_call();
-    PlanEntry &plan_for(const CachedQuery &query, Oid role);
-    const PolicyDecision &decision_for(PlanEntry &entry, const CachedPolicy &policy);
     void execute(const CachedQuery &query, PlanEntry &entry, const PolicyDecision &decision,
-                 const std::vector<Resolved> &values, const CallRequest &request,
+                 const std::vector<BoundParam> &values, const CallRequest &request,
                  CallResult &result);
     ApiError error_for(const pg::PgError &e, const CallRequest &request, const CachedQuery *query);
     void abort_call();
 };
 
-QueryRunner::QueryRunner() : state_(new State()) {}
+QueryRunner::QueryRunner(GroupCommit &group_commit) : state_(new State(group_commit)) {}
 QueryRunner::~QueryRunner() = default;
 
 void QueryRunner::start()
 {
     state_->cache.register_invalidation();
-    CacheRegisterRelcacheCallback(on_relation_changed, (Datum)0);
-    for (int i = 0; i < 3; i++)
-        CacheRegisterSyscacheCallback(trust_object_caches[i], on_trust_object_changed,
-                                      Int32GetDatum(i));
-
-    for (int cache : trust_global_caches)
-        CacheRegisterSyscacheCallback(cache, on_trust_global_changed, (Datum)0);
+    state_->plans.start();
     state_->request_context =
         AllocSetContextCreate(TopMemoryContext, "querygate request", ALLOCSET_DEFAULT_SIZES);
-}
-
-void QueryRunner::State::configure_verifier()
-{
-    uint64_t generation = cache.generation() * 1000003 + settings::generation;
-    if (generation == verifier_generation)
-        return;
-    verifier_generation = generation;
-    jwt::Config config;
-    config.hs256_secret = settings::jwt_secret ? settings::jwt_secret : "";
-    config.jwks_json = cache.jwks();
-    config.issuer = settings::jwt_issuer ? settings::jwt_issuer : "";
-    config.audience = settings::jwt_audience ? settings::jwt_audience : "";
-    std::string error;
-    if (verifier.configure(config, error))
-        return;
-    // A bad secret (too short) turns off HS256 only; a bad JWKS turns off RS256/ES256 only. Keys
-    // are served either way, and what is refused is said in the log.
-    ereport(WARNING, (errmsg("querygate: some bearer tokens are refused: %s", error.c_str())));
-    jwt::Config without_secret = config;
-    without_secret.hs256_secret.clear();
-    jwt::Config without_jwks = config;
-    without_jwks.jwks_json.clear();
-    std::string ignored;
-    if (!verifier.configure(without_secret, ignored) && !verifier.configure(without_jwks, ignored))
-        verifier.configure(jwt::Config(), ignored);
-}
-
-ApiError QueryRunner::State::authenticate(const CallRequest &request, const char *key_hash_hex,
-                                          Caller &caller)
-{
-    std::string policy_name;
-    if (!request.secret.empty()) {
-        const CachedKey *key = cache.find_key(key_hash_hex);
-        if (key == nullptr ||
-            (key->expires_at_unix_us != 0 && key->expires_at_unix_us <= unix_now_us()))
-            return api_errors::unauthorized();
-        // Outside the key's addresses, or an unknown address: the same answer as a bad key.
-        if (!key->any_address &&
-            (request.client_ip.empty() ||
-             !client_address::contains_any(key->allowed_ips, request.client_ip)))
-            return api_errors::unauthorized();
-        policy_name = key->policy;
-        caller.has_tenant = key->has_tenant;
-        caller.tenant = key->tenant;
-    } else if (!request.bearer_token.empty()) {
-        configure_verifier();
-        std::string reason;
-        if (!verifier.verify(request.bearer_token, unix_now_us() / 1000000, caller.claims,
-                             reason)) {
-            ereport(DEBUG1, (errmsg("querygate: bearer token refused: %s", reason.c_str())));
-            return api_errors::unauthorized();
-        }
-        auto policy = caller.claims.scalars.find(settings::jwt_policy_claim);
-        if (policy == caller.claims.scalars.end())
-            return api_errors::unauthorized();
-        policy_name = policy->second;
-        caller.is_jwt = true;
-        auto tenant = caller.claims.scalars.find(settings::jwt_tenant_claim);
-        caller.has_tenant = tenant != caller.claims.scalars.end();
-        caller.tenant = caller.has_tenant ? tenant->second : "";
-    } else {
-        return api_errors::unauthorized();
-    }
-    caller.policy = cache.find_policy(policy_name);
-    if (caller.policy == nullptr)
-        return api_errors::unauthorized();
-    return ApiError();
 }
 
 bool QueryRunner::State::matches_pattern(const std::string &pattern, const std::string &value)
@@ -416,110 +167,9 @@ void QueryRunner::State::end_call()
     });
 }
 
-PlanEntry &QueryRunner::State::plan_for(const CachedQuery &query, Oid role)
-{
-    PlanEntry &entry = plans[std::make_pair(query.name, role)];
-    // Lock what the kept analysis depends on before asking whether it is fresh: the lock takes in
-    // any pending invalidation, and once held, no change to those relations can commit until the
-    // call ends. Without it, a change committed between this check and execution would re-plan
-    // the statement under an analysis (and masks) made for the old one. The executor takes the
-    // same locks a moment later, so this costs a local lock-table lookup each.
-    if (entry.analysis != nullptr) {
-        const QueryAnalysis *kept = entry.analysis;
-        pg::guard([&] {
-            for (int i = 0; i < kept->ndepends; i++)
-                LockRelationOid(kept->depends[i], AccessShareLock);
-        });
-    }
-    const bool plan_ok = entry.plan != nullptr && entry.revision == query.revision;
-    if (plan_ok && entry.analysis != nullptr && entry.analysis_epoch == analysis_epoch)
-        return entry;
-
-    const char *sql = query.prepared_sql.c_str();
-    int nparams = static_cast<int>(query.param_types.size());
-    Oid *types = const_cast<Oid *>(query.param_types.data());
-    SPIPlanPtr old = plan_ok ? nullptr : entry.plan;
-    SPIPlanPtr plan = plan_ok ? entry.plan : nullptr;
-    FmgrInfo *input = plan_ok ? entry.input : nullptr;
-    Oid *ioparam = plan_ok ? entry.ioparam : nullptr;
-    if (entry.analysis_context == nullptr)
-        entry.analysis_context =
-            AllocSetContextCreate(TopMemoryContext, "querygate analysis", ALLOCSET_SMALL_SIZES);
-    MemoryContext analysis_cxt = entry.analysis_context;
-    QueryAnalysis *analysis = nullptr;
-    uint32 *hashes[3] = {nullptr, nullptr, nullptr};
-    int nhashes[3] = {0, 0, 0};
-    const Oid saved_by = query.saved_by;
-    uint64_t epoch = analysis_epoch;
-    pg::guard([&] {
-        if (old != nullptr)
-            SPI_freeplan(old);
-        if (plan == nullptr) {
-            plan = SPI_prepare(sql, nparams, types);
-            if (plan == nullptr)
-                elog(ERROR, "querygate: could not prepare saved query: %s",
-                     SPI_result_code_string(SPI_result));
-            SPI_keepplan(plan);
-            input = static_cast<FmgrInfo *>(
-                MemoryContextAllocZero(TopMemoryContext, sizeof(FmgrInfo) * Max(nparams, 1)));
-            ioparam = static_cast<Oid *>(
-                MemoryContextAllocZero(TopMemoryContext, sizeof(Oid) * Max(nparams, 1)));
-            for (int i = 0; i < nparams; i++) {
-                Oid infunc;
-                getTypeInputInfo(types[i], &infunc, &ioparam[i]);
-                fmgr_info_cxt(infunc, &input[i], TopMemoryContext);
-            }
-        }
-        // What the statement touches, writes and returns, as this role sees it: made once here,
-        // so a call never walks the query tree.
-        MemoryContextReset(analysis_cxt);
-        MemoryContext old_cxt = MemoryContextSwitchTo(analysis_cxt);
-        analysis = static_cast<QueryAnalysis *>(palloc0(sizeof(QueryAnalysis)));
-        analyze_query(sql, nparams, types, saved_by, analysis);
-        const TrustDepends &d = analysis->trust_depends;
-        const int counts[3] = {d.nfunctions, d.ntypes, 1};
-        const Oid *oids[3] = {d.functions, d.types, &MyDatabaseId};
-        for (int c = 0; c < 3; c++) {
-            hashes[c] = static_cast<uint32 *>(palloc(sizeof(uint32) * Max(counts[c], 1)));
-            nhashes[c] = counts[c];
-            for (int i = 0; i < counts[c]; i++)
-                hashes[c][i] =
-                    GetSysCacheHashValue1(trust_object_caches[c], ObjectIdGetDatum(oids[c][i]));
-        }
-        MemoryContextSwitchTo(old_cxt);
-    });
-    if (!plan_ok && entry.input != nullptr) {
-        pfree(entry.input);
-        pfree(entry.ioparam);
-    }
-    entry.plan = plan;
-    entry.input = input;
-    entry.ioparam = ioparam;
-    entry.revision = query.revision;
-    entry.analysis = analysis;
-    entry.analysis_epoch = epoch;
-    entry.decisions.clear();
-    // Watch every relation, function, domain and schema any kept analysis depends on.
-    watch(analysis_depends, analysis->depends, analysis->ndepends);
-    for (int c = 0; c < 3; c++)
-        watch(trust_hashes[c], hashes[c], nhashes[c]);
-    return entry;
-}
-
-const PolicyDecision &QueryRunner::State::decision_for(PlanEntry &entry, const CachedPolicy &policy)
-{
-    auto &slot = entry.decisions[policy.name];
-    if (slot.first != cache.generation() ||
-        slot.second.column_actions.size() != static_cast<size_t>(entry.analysis->noutputs)) {
-        slot.second = decide(*entry.analysis, policy.rules);
-        slot.first = cache.generation();
-    }
-    return slot.second;
-}
-
 void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
                                  const PolicyDecision &decision,
-                                 const std::vector<Resolved> &values, const CallRequest &request,
+                                 const std::vector<BoundParam> &values, const CallRequest &request,
                                  CallResult &result)
 {
     // Everything the guarded block touches is plain data prepared here, outside it.
@@ -674,6 +324,37 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
     return api_errors::make(error_code::query_failed, "the query failed");
 }
 
+// Whether the policy may run now: its row decoded, its role still there and not privileged
+// beyond what the policy allows (role_rules.hpp). Checked per call: roles change outside the
+// catalog's invalidation.
+ApiError QueryRunner::State::may_run_as(const CachedPolicy &policy)
+{
+    if (!policy.invalid.empty()) {
+        ereport(LOG, (errmsg("querygate: policy \"%s\" refuses every call: %s", policy.name.c_str(),
+                             policy.invalid.c_str())));
+        return api_errors::make(error_code::internal_error, "internal error");
+    }
+    RoleStatus status = ROLE_MISSING;
+    const Oid role = policy.run_as;
+    pg::guard([&] { status = role_status(role); });
+    if (status == ROLE_MISSING) {
+        ereport(LOG, (errmsg("querygate: policy \"%s\" runs as a role that no longer exists",
+                             policy.name.c_str())));
+        return api_errors::make(error_code::query_failed, "the query failed");
+    }
+    if (status == ROLE_PRIVILEGED && !policy.allow_superuser) {
+        // Made privileged after the policy was created: refused until a member of the role says
+        // so (set_policy(..., allow_superuser => true)).
+        ereport(LOG, (errmsg("querygate: policy \"%s\" runs as a privileged role, which it does "
+                             "not allow",
+                             policy.name.c_str())));
+        return api_errors::make(error_code::privileged_role,
+                                "the policy's role is privileged (a superuser or alike), which "
+                                "the policy does not allow");
+    }
+    return ApiError();
+}
+
 CallResult QueryRunner::run(const CallRequest &request)
 {
     State &s = *state_;
@@ -696,66 +377,55 @@ CallResult QueryRunner::run(const CallRequest &request)
             PushActiveSnapshot(GetTransactionSnapshot());
         });
         Caller caller;
-        std::vector<Resolved> values;
+        std::vector<BoundParam> values;
+        const PatternCheck pattern = [&s](const std::string &p, const std::string &v) {
+            return s.matches_pattern(p, v);
+        };
         bool wrote = false;
         if (!s.cache.refresh()) {
             result.error = api_errors::make(error_code::unavailable,
                                             "querygate is not installed in this database");
-        } else if (ApiError denied = s.authenticate(request, hash_hex, caller); denied.set()) {
+        } else if (ApiError denied =
+                       s.authenticator.authenticate(s.cache, request, hash_hex, caller);
+                   denied.set()) {
             result.error = std::move(denied);
         } else if (query = s.cache.find_query(request.query);
                    query == nullptr || caller.policy->queries.count(query->name) == 0) {
             query = nullptr;
             result.error = api_errors::query_not_found();
-        } else if (ApiError bad = resolve_params(*query, caller, request.params, values,
-                                                 [&s](const std::string &p, const std::string &v) {
-                                                     return s.matches_pattern(p, v);
-                                                 });
+        } else if (ApiError bad = bind_params(query->param_names, query->rules,
+                                              caller.is_jwt ? &caller.claims.scalars : nullptr,
+                                              request.params, values, pattern);
                    bad.set()) {
             result.error = std::move(bad);
+        } else if (ApiError refused = s.may_run_as(*caller.policy); refused.set()) {
+            result.error = std::move(refused);
         } else {
-            Oid role = caller.policy->run_as;
-            RoleStatus status = ROLE_MISSING;
-            pg::guard([&] { status = role_status(role); });
-            if (status == ROLE_MISSING) {
-                ereport(LOG,
-                        (errmsg("querygate: policy \"%s\" runs as a role that no longer exists",
-                                caller.policy->name.c_str())));
-                result.error = api_errors::make(error_code::query_failed, "the query failed");
-            } else if (status == ROLE_PRIVILEGED && !caller.policy->allow_superuser) {
-                // Made privileged (role_rules.hpp) after the policy was created: refused until a
-                // member of the role says so (set_policy(..., allow_superuser => true)).
-                ereport(LOG, (errmsg("querygate: policy \"%s\" runs as a privileged role, which it "
-                                     "does not allow",
-                                     caller.policy->name.c_str())));
-                result.error = api_errors::make(error_code::privileged_role,
-                                                "the policy's role is privileged (a superuser or "
-                                                "alike), which the policy does not allow");
+            const Oid role = caller.policy->run_as;
+            s.begin_call(*query, caller, role);
+            PlanEntry &entry = s.plans.plan_for(*query, role);
+            const PolicyDecision &decision =
+                s.plans.decision_for(entry, *caller.policy, s.cache.generation());
+            // The server-wide switch outranks every policy: with it off, no call writes.
+            if (entry.analysis->write_ops != 0 && !settings::allow_writes) {
+                result.error =
+                    api_errors::make(error_code::read_only, "writes are turned off on this server");
+            } else if (decision.refused()) {
+                result.error = api_errors::make(decision.refusal, decision.refusal_message);
             } else {
-                s.begin_call(*query, caller, role);
-                PlanEntry &entry = s.plan_for(*query, role);
-                const PolicyDecision &decision = s.decision_for(entry, *caller.policy);
-                // The server-wide switch outranks every policy: with it off, no call writes.
-                if (entry.analysis->write_ops != 0 && !settings::allow_writes) {
-                    result.error = api_errors::make(error_code::read_only,
-                                                    "writes are turned off on this server");
-                } else if (decision.refused()) {
-                    result.error = api_errors::make(decision.refusal, decision.refusal_message);
-                } else {
-                    // A granted write (the decision checked the policy's operations) runs in a
-                    // read-write transaction; everything else stays read-only.
-                    if (entry.analysis->write_ops != 0) {
-                        XactReadOnly = false;
-                        wrote = true;
-                    }
-                    s.execute(*query, entry, decision, values, request, result);
+                // A granted write (the decision checked the policy's operations) runs in a
+                // read-write transaction; everything else stays read-only.
+                if (entry.analysis->write_ops != 0) {
+                    XactReadOnly = false;
+                    wrote = true;
                 }
-                s.end_call();
-                // After end_call, which undoes every setting made during the call: this one
-                // (synchronous_commit for this transaction) must last until the commit.
-                if (wrote)
-                    s.group_commit.defer_this_commit();
+                s.execute(*query, entry, decision, values, request, result);
             }
+            s.end_call();
+            // After end_call, which undoes every setting made during the call: this one
+            // (synchronous_commit for this transaction) must last until the commit.
+            if (wrote)
+                s.group_commit.defer_this_commit();
         }
         // Every path that got here ends its transaction with a commit (a read-only one costs
         // nothing); errors took the abort path below instead.
@@ -782,24 +452,4 @@ CallResult QueryRunner::run(const CallRequest &request)
     }
     MemoryContextReset(s.request_context);
     return result;
-}
-
-uint64_t QueryRunner::hold_until()
-{
-    return state_->group_commit.hold_until();
-}
-
-void QueryRunner::end_round()
-{
-    state_->group_commit.end_round();
-}
-
-uint64_t QueryRunner::flushed()
-{
-    return state_->group_commit.flushed();
-}
-
-void QueryRunner::set_connections(unsigned n)
-{
-    state_->group_commit.set_connections(n);
 }

@@ -18,7 +18,7 @@ namespace {
 struct GrantInputs {
     Oid run_as;
     bool allow_superuser;
-    PolicyRows rules;
+    PolicyRow rules;
     char *sql;
     int nparams;
     Oid *param_types;
@@ -51,7 +51,7 @@ void read_inputs(const char *policy, const char *query, GrantInputs *in)
         in->param_types[i] = DatumGetObjectId(types[i]);
     in->search_path = SPI_getvalue(tuple, desc, 5);
     in->saved_by = DatumGetObjectId(SPI_getbinval(tuple, desc, 6, &isnull));
-    catalog_read_policy_rows(policy, CurrentMemoryContext, &in->rules);
+    catalog_read_policy_row(policy, CurrentMemoryContext, &in->rules);
 }
 
 } // namespace
@@ -114,25 +114,12 @@ void check_grant(const char *policy, const char *query)
                  errdetail("Every call would be refused with %s.", decision.code),
                  errhint("Return masked columns unchanged, or call querygate.set_policy(policy, "
                          "mask_predicates => 'allow') if the policy trusts its queries.")));
-    if (!in.rules.has_allowed_tables)
-        return;
-    for (int r = 0; r < analysis.nrelations; r++) {
-        bool ok = false;
-        for (int a = 0; a < in.rules.nallowed && !ok; a++)
-            ok = in.rules.allowed[a] == analysis.relations[r].relid;
-        if (!ok)
-            ereport(
-                ERROR,
-                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                 errmsg("saved query \"%s\" uses table \"%s.%s\", which policy \"%s\" does not "
-                        "allow",
-                        query, analysis.relations[r].schema, analysis.relations[r].name, policy),
-                 errhint("Add the table with querygate.allow_tables, or grant another query.")));
-    }
-    if (analysis.reads_database != nullptr)
+    // The table allow-list: every relation the statement names, and no function that can read any
+    // table by itself.
+    if (strcmp(decision.code, error_code::table_not_allowed.code) == 0)
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("saved query \"%s\" calls %s, which can read any table, and policy "
-                               "\"%s\" has a table allow-list",
-                               query, analysis.reads_database, policy),
-                        errhint("Read the data through a view, and allow the view.")));
+                        errmsg("policy \"%s\" would refuse saved query \"%s\": %s", policy, query,
+                               decision.message),
+                        errhint("Add the table with querygate.allow_tables, read the data through "
+                                "a view and allow the view, or grant another query.")));
 }

@@ -1,6 +1,7 @@
 // What a policy decides about an analyzed query: see policy_decision.hpp. Plain C++: no
 // PostgreSQL call, only the analysis' plain data and the policy's rules.
 #include "policy/policy_decision.hpp"
+#include "policy/policy_rows.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -196,30 +197,17 @@ void copy_text(char *to, size_t size, const std::string &from)
 
 } // namespace
 
-void decide_plain(const QueryAnalysis *analysis, const PolicyRows *rows,
-                  PlainDecision *out) noexcept
+void decide_plain(const QueryAnalysis *analysis, const PolicyRow *row, PlainDecision *out) noexcept
 {
     try {
-        PolicyRules rules;
-        rules.has_allowed_tables = rows->has_allowed_tables;
-        rules.allowed_tables.assign(rows->allowed,
-                                    rows->allowed + (rows->allowed ? rows->nallowed : 0));
-        rules.write_ops = rows->write_ops;
-        rules.mask_predicates_allowed = rows->mask_predicates_allowed;
-        for (int i = 0; i < rows->nrules; i++) {
-            masking::Rule rule;
-            std::string error;
-            if (!rows->patterns[i] || !rows->actions[i] ||
-                !masking::parse_pattern(rows->patterns[i], rule.pattern, error) ||
-                !masking::parse_action(rows->actions[i], rule.action)) {
-                out->failed = true;
-                copy_text(out->message, sizeof(out->message),
-                          std::string("the policy holds an invalid mask rule \"") +
-                              (rows->patterns[i] ? rows->patterns[i] : "") + "\"");
-                return;
-            }
-            rules.masks.push_back(std::move(rule));
+        DecodedPolicy policy;
+        std::string error;
+        if (!decode_policy(*row, policy, error)) {
+            out->failed = true;
+            copy_text(out->message, sizeof(out->message), error);
+            return;
         }
+        const PolicyRules &rules = policy.rules;
         PolicyDecision decision = decide(*analysis, rules);
         copy_text(out->code, sizeof(out->code), decision.refused() ? decision.refusal.code : "");
         copy_text(out->message, sizeof(out->message), decision.refusal_message);

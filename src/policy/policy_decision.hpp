@@ -38,20 +38,9 @@ struct PolicyDecision {
 // output column, over all of its sources.
 PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules);
 
-// A policy's rules as the catalog holds them (mask rules as text), plain palloc'd data that the
-// administration functions read with SPI (catalog_read_policy_rows), and the decision made from
-// them as plain data: grant_query and explain decide exactly as a worker does.
-struct PolicyRows {
-    bool has_allowed_tables;
-    int nallowed;
-    Oid *allowed;
-    int write_ops;
-    bool mask_predicates_allowed;
-    int nrules;
-    char **patterns;
-    char **actions;
-};
-
+// The decision made from a policy's catalog row (policy_rows.hpp) as plain data, so that
+// grant_query, save_query and explain decide exactly as a worker does.
+struct PolicyRow;
 struct PlainDecision {
     bool failed; // the decision itself failed (message in message)
     char code[64];
@@ -59,6 +48,6 @@ struct PlainDecision {
     masking::Action *actions; // one per output, allocated by the caller (or nullptr)
 };
 
-// decide() over PolicyRows. No PostgreSQL call in it, and no exception out of it.
-void decide_plain(const QueryAnalysis *analysis, const PolicyRows *rows,
-                  PlainDecision *out) noexcept;
+// decide() over a policy's row, decoded by decode_policy. No PostgreSQL call in it, and no
+// exception out of it.
+void decide_plain(const QueryAnalysis *analysis, const PolicyRow *row, PlainDecision *out) noexcept;

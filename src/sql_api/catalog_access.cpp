@@ -109,56 +109,30 @@ Oid catalog_require_policy_actor(const CatalogSession *session, const char *poli
     return run_as;
 }
 
-void catalog_read_policy_rows(const char *policy, MemoryContext into, PolicyRows *rows)
+void catalog_read_policy_row(const char *policy, MemoryContext into, PolicyRow *row)
 {
     const char *args[1] = {policy};
-    memset(rows, 0, sizeof(*rows));
-    if (catalog_exec_texts("SELECT allowed_tables, write_ops, mask_predicates "
-                           "FROM querygate.policy WHERE name = $1",
-                           1, args) == 0)
+    memset(row, 0, sizeof(*row));
+    if (catalog_exec_texts(psprintf("%s WHERE name = $1", policy_rows_select), 1, args) == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("policy \"%s\" does not exist", policy)));
-    HeapTuple tuple = SPI_tuptable->vals[0];
-    TupleDesc desc = SPI_tuptable->tupdesc;
     MemoryContext spi = MemoryContextSwitchTo(into);
-    bool isnull;
-    Datum allowed = SPI_getbinval(tuple, desc, 1, &isnull);
-    rows->has_allowed_tables = !isnull;
-    if (!isnull) {
-        Datum *items;
-        deconstruct_array(DatumGetArrayTypeP(allowed), REGCLASSOID, sizeof(Oid), true, TYPALIGN_INT,
-                          &items, nullptr, &rows->nallowed);
-        rows->allowed = static_cast<Oid *>(palloc(sizeof(Oid) * Max(rows->nallowed, 1)));
-        for (int i = 0; i < rows->nallowed; i++)
-            rows->allowed[i] = DatumGetObjectId(items[i]);
-    }
-    Datum ops = SPI_getbinval(tuple, desc, 2, &isnull);
-    if (!isnull) {
-        Datum *items;
-        bool *nulls;
-        int n;
-        deconstruct_array(DatumGetArrayTypeP(ops), TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls,
-                          &n);
-        for (int i = 0; i < n; i++)
-            if (!nulls[i])
-                rows->write_ops |= write_ops::from_name(TextDatumGetCString(items[i]));
-    }
-    char *mask_predicates = SPI_getvalue(tuple, desc, 3);
-    rows->mask_predicates_allowed =
-        mask_predicates != nullptr && std::strcmp(mask_predicates, "allow") == 0;
+    for (int c = 0; c < POLICY_COLUMNS; c++)
+        row->cells[c] = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, c + 1);
     MemoryContextSwitchTo(spi);
 
-    uint64 nrules = catalog_exec_texts("SELECT pattern, action FROM querygate.mask_rule "
-                                       "WHERE policy = $1 ORDER BY pattern",
-                                       1, args);
+    uint64 n = catalog_exec_texts(
+        psprintf("%s WHERE policy = $1 ORDER BY pattern", mask_rows_select), 1, args);
     MemoryContextSwitchTo(into);
-    rows->nrules = static_cast<int>(nrules);
-    rows->patterns = static_cast<char **>(palloc0(sizeof(char *) * Max(rows->nrules, 1)));
-    rows->actions = static_cast<char **>(palloc0(sizeof(char *) * Max(rows->nrules, 1)));
-    for (int i = 0; i < rows->nrules; i++) {
-        rows->patterns[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-        rows->actions[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+    const char **patterns = static_cast<const char **>(palloc0(sizeof(char *) * Max(n, 1)));
+    const char **actions = static_cast<const char **>(palloc0(sizeof(char *) * Max(n, 1)));
+    for (uint64 i = 0; i < n; i++) {
+        patterns[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+        actions[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
     }
+    row->nmasks = static_cast<int>(n);
+    row->patterns = patterns;
+    row->actions = actions;
     MemoryContextSwitchTo(spi);
 }
 

@@ -10,7 +10,7 @@
 
 #include "pg/pg_headers.hpp"
 
-#include "policy/policy_decision.hpp"
+#include "policy/policy_rows.hpp"
 
 struct CatalogSession {
     Oid saved_userid;
@@ -42,9 +42,9 @@ void catalog_require_query(const char *query);
 // Inside a catalog session.
 Oid catalog_require_policy_actor(const CatalogSession *session, const char *policy);
 
-// The policy's allow-list, writes, mask_predicates and mask rules, copied into `into` (which
-// outlives the session). ERROR 42704 unless the policy exists. Inside a catalog session.
-void catalog_read_policy_rows(const char *policy, MemoryContext into, PolicyRows *rows);
+// The policy's row and its mask rules (policy_rows.hpp), as text copied into `into` (which outlives
+// the session), for decide_plain. ERROR 42704 unless the policy exists. Inside a catalog session.
+void catalog_read_policy_row(const char *policy, MemoryContext into, PolicyRow *row);
 
 // The policies a saved query is granted to, by name, with their roles. Inside a catalog session;
 // the arrays live in the session's SPI memory.

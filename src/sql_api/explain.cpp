@@ -34,7 +34,7 @@ namespace {
 // The policy and saved query, read from the catalog (plain palloc'd data).
 struct ExplainInputs {
     Oid run_as;
-    PolicyRows rules;
+    PolicyRow rules;
     bool granted;
     char *prepared_sql;
     int nparams;
@@ -87,7 +87,7 @@ void read_inputs(const char *policy, const char *query, MemoryContext into, Expl
         in->run_as = DatumGetObjectId(SPI_getbinval(tuple, desc, 1, &isnull));
     }
     MemoryContextSwitchTo(spi);
-    catalog_read_policy_rows(policy, into, &in->rules);
+    catalog_read_policy_row(policy, into, &in->rules);
 
     if (catalog_exec_texts("SELECT prepared_sql, param_types, search_path, saved_by "
                            "FROM querygate.saved_query WHERE name = $1",

@@ -1,5 +1,5 @@
 // Group commit: writes share WAL flushes, and none is answered before its flush. PostgreSQL side;
-// the worker reaches it through QueryRunner.
+// the worker owns it: the runner defers a write's flush, the worker's loop holds the answers.
 //
 // Why: a worker runs one call at a time, so with synchronous commit each write waits for its own
 // WAL flush and a worker can commit only as fast as the disk syncs, while pgbench's many backends

@@ -28,6 +28,7 @@ extern "C" {
 #include "http/http_server.hpp"
 #include "http/listen_socket.hpp"
 #include "call/query_runner.hpp"
+#include "worker/group_commit.hpp"
 #include "http/request_handler.hpp"
 #include "common/settings.hpp"
 #include "worker/wal_flusher.hpp"
@@ -137,7 +138,9 @@ int poll_briefly(WaitEventSet *set, WaitEvent *fired, int nfired)
 // background worker, which exits this process only; the postmaster starts a new one.
 void serve()
 {
-    QueryRunner runner;
+    // Group commit is the worker's: the runner defers a write's flush, the loop holds its answer.
+    GroupCommit group_commit;
+    QueryRunner runner(group_commit);
     runner.start();
     RequestHandler handler(runner);
     HttpServer server(
@@ -151,7 +154,7 @@ void serve()
         ereport(FATAL, (errmsg("querygate http worker could not start: %s",
                                server.start_error().c_str())));
     server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
-    server.set_hold([&runner] { return runner.hold_until(); });
+    server.set_hold([&group_commit] { return group_commit.hold_until(); });
 
     // Two sets of events: the latch, postmaster death and libmicrohttpd's epoll fd (its
     // connections) in both, and the shared listening socket in one. The worker waits on the set
@@ -214,7 +217,7 @@ void serve()
             settings::generation++;
             server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
         }
-        runner.set_connections(server.connections());
+        group_commit.set_connections(server.connections());
         const std::uint64_t answered = server.answered();
         server.run();
         look = settings::busy_poll > 0 && busy_poll.should_look(server.answered() != answered);
@@ -222,12 +225,12 @@ void serve()
         // end_round flushed them itself); answers whose writes are durable go out now. The
         // flusher is told this worker waits before the flushed position is read, so that a flush
         // finishing in between still wakes it.
-        runner.end_round();
+        group_commit.end_round();
         if (server.holding()) {
             set_waiting(true);
-            if (server.release_held(runner.flushed())) {
+            if (server.release_held(group_commit.flushed())) {
                 server.run(); // sends them, and serves what came meanwhile
-                runner.end_round();
+                group_commit.end_round();
             }
         }
         if (!server.holding())

@@ -1,0 +1,82 @@
+// Who is calling: see authenticate.hpp.
+#include "call/authenticate.hpp"
+
+#include "common/settings.hpp"
+#include "http/client_address.hpp"
+
+#include <chrono>
+
+int64_t unix_now_us()
+{
+    using namespace std::chrono;
+    return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+void Authenticator::configure(const CatalogCache &cache)
+{
+    uint64_t generation = cache.generation() * 1000003 + settings::generation;
+    if (generation == generation_)
+        return;
+    generation_ = generation;
+    jwt::Config config;
+    config.hs256_secret = settings::jwt_secret ? settings::jwt_secret : "";
+    config.jwks_json = cache.jwks();
+    config.issuer = settings::jwt_issuer ? settings::jwt_issuer : "";
+    config.audience = settings::jwt_audience ? settings::jwt_audience : "";
+    std::string error;
+    if (verifier_.configure(config, error))
+        return;
+    // A bad secret (too short) turns off HS256 only; a bad JWKS turns off RS256/ES256 only. Keys
+    // are served either way, and what is refused is said in the log.
+    ereport(WARNING, (errmsg("querygate: some bearer tokens are refused: %s", error.c_str())));
+    jwt::Config without_secret = config;
+    without_secret.hs256_secret.clear();
+    jwt::Config without_jwks = config;
+    without_jwks.jwks_json.clear();
+    std::string ignored;
+    if (!verifier_.configure(without_secret, ignored) &&
+        !verifier_.configure(without_jwks, ignored))
+        verifier_.configure(jwt::Config(), ignored);
+}
+
+ApiError Authenticator::authenticate(const CatalogCache &cache, const CallRequest &request,
+                                     const char *key_hash_hex, Caller &caller)
+{
+    std::string policy_name;
+    if (!request.secret.empty()) {
+        const CachedKey *key = cache.find_key(key_hash_hex);
+        if (key == nullptr ||
+            (key->expires_at_unix_us != 0 && key->expires_at_unix_us <= unix_now_us()))
+            return api_errors::unauthorized();
+        // Outside the key's addresses, or an unknown address: the same answer as a bad key.
+        if (!key->any_address &&
+            (request.client_ip.empty() ||
+             !client_address::contains_any(key->allowed_ips, request.client_ip)))
+            return api_errors::unauthorized();
+        policy_name = key->policy;
+        caller.has_tenant = key->has_tenant;
+        caller.tenant = key->tenant;
+    } else if (!request.bearer_token.empty()) {
+        configure(cache);
+        std::string reason;
+        if (!verifier_.verify(request.bearer_token, unix_now_us() / 1000000, caller.claims,
+                              reason)) {
+            ereport(DEBUG1, (errmsg("querygate: bearer token refused: %s", reason.c_str())));
+            return api_errors::unauthorized();
+        }
+        auto policy = caller.claims.scalars.find(settings::jwt_policy_claim);
+        if (policy == caller.claims.scalars.end())
+            return api_errors::unauthorized();
+        policy_name = policy->second;
+        caller.is_jwt = true;
+        auto tenant = caller.claims.scalars.find(settings::jwt_tenant_claim);
+        caller.has_tenant = tenant != caller.claims.scalars.end();
+        caller.tenant = caller.has_tenant ? tenant->second : "";
+    } else {
+        return api_errors::unauthorized();
+    }
+    caller.policy = cache.find_policy(policy_name);
+    if (caller.policy == nullptr)
+        return api_errors::unauthorized();
+    return ApiError();
+}

@@ -1,0 +1,40 @@
+// Who is calling: an API key (its hash, expiry and address allow-list) or a verified bearer token
+// (HS256 with querygate.jwt_secret, RS256/ES256 with the stored JWKS), and the policy it names.
+// PostgreSQL side only because it reads the worker's catalog cache and settings; the checks
+// themselves are plain C++ (auth/, http/client_address.hpp).
+#pragma once
+
+#include "auth/jwt.hpp"
+#include "call/catalog_cache.hpp"
+#include "common/api_error.hpp"
+#include "common/call.hpp"
+
+#include <cstdint>
+#include <string>
+
+// Who is calling, once authenticated.
+struct Caller {
+    const CachedPolicy *policy = nullptr;
+    bool is_jwt = false;
+    bool has_tenant = false;
+    std::string tenant;
+    jwt::Claims claims;
+};
+
+class Authenticator {
+  public:
+    // key_hash_hex: the SHA-256 of request.secret in lower-case hex (only hashes are compared).
+    // One answer, unauthorized, for every failure: a caller learns nothing from the difference.
+    ApiError authenticate(const CatalogCache &cache, const CallRequest &request,
+                          const char *key_hash_hex, Caller &caller);
+
+  private:
+    // Rebuilds the verifier when the JWKS or a jwt_* setting changed.
+    void configure(const CatalogCache &cache);
+
+    jwt::Verifier verifier_;
+    uint64_t generation_ = 0; // cache generation and settings reloads it was built for
+};
+
+// Microseconds since the Unix epoch, by the system clock.
+int64_t unix_now_us();

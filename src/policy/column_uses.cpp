@@ -1,0 +1,300 @@
+// What a statement does with columns besides returning them: see column_uses.hpp.
+#include "policy/column_uses.hpp"
+#include "policy/tree_walker.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/sysattr.h"
+#include "access/transam.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_statistic.h"
+#include "catalog/pg_statistic_ext_data.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/parsenodes.h"
+#include "nodes/pg_list.h"
+#include "nodes/readfuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
+}
+
+#include <cstring>
+
+namespace lineage {
+
+namespace {
+
+struct SublinkContext {
+    Level *level;
+    Uses *uses;
+};
+
+bool sublink_walker(Node *node, SublinkContext *context)
+{
+    if (node == nullptr)
+        return false;
+    if (IsA(node, Query)) {
+        collect_uses(reinterpret_cast<Query *>(node), context->level, context->uses, false);
+        return false;
+    }
+    return expression_tree_walker(node, WALKER(sublink_walker), context);
+}
+
+void trace_sort_group(List *clauses, List *targetList, Level *level, ColumnSet *set)
+{
+    ListCell *lc;
+    foreach (lc, clauses) {
+        SortGroupClause *clause = lfirst_node(SortGroupClause, lc);
+        trace_expr(get_sortgroupclause_expr(clause, targetList), level, set);
+    }
+}
+
+void trace_jointree_quals(Node *node, Level *level, ColumnSet *set)
+{
+    if (node == nullptr)
+        return;
+    if (IsA(node, FromExpr)) {
+        FromExpr *from = reinterpret_cast<FromExpr *>(node);
+        trace_expr(from->quals, level, set);
+        ListCell *lc;
+        foreach (lc, from->fromlist)
+            trace_jointree_quals(static_cast<Node *>(lfirst(lc)), level, set);
+    } else if (IsA(node, JoinExpr)) {
+        JoinExpr *join = reinterpret_cast<JoinExpr *>(node);
+        trace_expr(join->quals, level, set);
+        trace_jointree_quals(join->larg, level, set);
+        trace_jointree_quals(join->rarg, level, set);
+    }
+}
+
+// True when a set operation tree compares rows: anything but UNION ALL, at any node.
+bool set_operation_compares(Node *node)
+{
+    if (node == nullptr || !IsA(node, SetOperationStmt))
+        return false;
+    SetOperationStmt *op = reinterpret_cast<SetOperationStmt *>(node);
+    return op->op != SETOP_UNION || !op->all || set_operation_compares(op->larg) ||
+           set_operation_compares(op->rarg);
+}
+
+// The outputs of a query below the statement that run whether or not anything uses them.
+void trace_unselected(Query *query, Level *level, bool is_cte, ColumnSet *set)
+{
+    ListCell *lc;
+    foreach (lc, output_list(query)) {
+        TargetEntry *tle = lfirst_node(TargetEntry, lc);
+        Node *expr = reinterpret_cast<Node *>(tle->expr);
+        if (!tle->resjunk &&
+            (is_cte || expression_returns_set(expr) || contain_volatile_functions(expr)))
+            trace_expr(expr, level, set);
+    }
+}
+
+// A write of a guessed value that conflicts or fails tells whether some row holds it: a unique or
+// exclusion index or a check constraint over the written column compares it, and a foreign key
+// compares the referenced column. Those columns are predicates.
+bool expression_uses_column(const char *node_text, AttrNumber attno)
+{
+    if (node_text == nullptr)
+        return false;
+    Bitmapset *columns = nullptr;
+    pull_varattnos(static_cast<Node *>(stringToNode(node_text)), 1, &columns);
+    return bms_is_member(attno - FirstLowInvalidHeapAttributeNumber, columns);
+}
+
+bool index_compares(Oid index_oid, AttrNumber attno)
+{
+    HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index_oid));
+    if (!HeapTupleIsValid(tuple))
+        return false;
+    Form_pg_index index = reinterpret_cast<Form_pg_index>(GETSTRUCT(tuple));
+    bool compares = false;
+    if (index->indisunique || index->indisexclusion) {
+        for (int k = 0; k < index->indnatts && !compares; k++)
+            compares = index->indkey.values[k] == attno;
+        const int parts[] = {Anum_pg_index_indexprs, Anum_pg_index_indpred};
+        for (int part : parts) {
+            bool isnull;
+            Datum value = SysCacheGetAttr(INDEXRELID, tuple, part, &isnull);
+            compares =
+                compares || (!isnull && expression_uses_column(TextDatumGetCString(value), attno));
+        }
+    }
+    ReleaseSysCache(tuple);
+    return compares;
+}
+
+void add_constraint_comparisons(Oid relid, AttrNumber attno, ColumnSet *predicates)
+{
+    Relation rel = relation_open(relid, AccessShareLock);
+    bool compared = false;
+    ListCell *lc;
+    foreach (lc, RelationGetIndexList(rel))
+        compared = compared || index_compares(lfirst_oid(lc), attno);
+    TupleConstr *constr = RelationGetDescr(rel)->constr;
+    for (int c = 0; constr != nullptr && c < constr->num_check && !compared; c++)
+        compared = expression_uses_column(constr->check[c].ccbin, attno);
+    if (compared)
+        add_column(predicates, relid, attno);
+    foreach (lc, RelationGetFKeyList(rel)) {
+        ForeignKeyCacheInfo *fk = lfirst_node(ForeignKeyCacheInfo, lc);
+        for (int k = 0; k < fk->nkeys; k++)
+            if (fk->conkey[k] == attno)
+                add_column(predicates, fk->confrelid, fk->confkey[k]);
+    }
+    relation_close(rel, AccessShareLock);
+}
+
+// Each column a write assigns: its value's lineage; and what its constraints compare.
+void collect_writes(Query *query, Level *level, Uses *uses)
+{
+    if (query->commandType != CMD_INSERT && query->commandType != CMD_UPDATE &&
+        query->commandType != CMD_MERGE)
+        return;
+    if (query->resultRelation < 1 || query->resultRelation > list_length(query->rtable))
+        return;
+    Oid relid = rt_fetch(query->resultRelation, query->rtable)->relid;
+    List *lists =
+        list_make2(query->targetList, query->onConflict ? query->onConflict->onConflictSet : NIL);
+    ListCell *la;
+    foreach (la, query->mergeActionList)
+        lists = lappend(lists, lfirst_node(MergeAction, la)->targetList);
+    Bitmapset *done = nullptr;
+    ListCell *ll;
+    foreach (ll, lists) {
+        ListCell *lc;
+        foreach (lc, static_cast<List *>(lfirst(ll))) {
+            TargetEntry *tle = lfirst_node(TargetEntry, lc);
+            if (tle->resjunk || tle->resno < 1 || bms_is_member(tle->resno, done))
+                continue;
+            done = bms_add_member(done, tle->resno);
+            ColumnSet set;
+            memset(&set, 0, sizeof(set));
+            trace_assigned_values(level, tle->resno, true, &set);
+            ColumnSet target;
+            memset(&target, 0, sizeof(target));
+            add_column(&target, relid, tle->resno);
+            if (uses->nwrites == uses->writes_capacity) {
+                uses->writes_capacity = uses->writes_capacity ? uses->writes_capacity * 2 : 8;
+                uses->writes = static_cast<WriteLineage *>(
+                    uses->writes
+                        ? repalloc(uses->writes, sizeof(WriteLineage) * uses->writes_capacity)
+                        : palloc(sizeof(WriteLineage) * uses->writes_capacity));
+            }
+            WriteLineage *w = &uses->writes[uses->nwrites++];
+            w->target = named_columns(&target)[0];
+            w->nsources = set.n;
+            w->sources = named_columns(&set);
+            w->unresolvable = set.unresolvable ? pstrdup(set.unresolvable) : nullptr;
+            add_constraint_comparisons(relid, tle->resno, &uses->predicates);
+        }
+    }
+}
+
+} // namespace
+
+void collect_uses(Query *query, Level *parent, Uses *uses, bool is_cte)
+{
+    check_stack_depth();
+    Level level = {query, parent, false};
+    ColumnSet *set = &uses->predicates;
+
+    trace_jointree_quals(reinterpret_cast<Node *>(query->jointree), &level, set);
+    trace_expr(query->havingQual, &level, set);
+    // A row count computed from a column tells as much as a filter on it.
+    trace_expr(query->limitCount, &level, set);
+    trace_expr(query->limitOffset, &level, set);
+    trace_sort_group(query->groupClause, query->targetList, &level, set);
+    trace_sort_group(query->sortClause, query->targetList, &level, set);
+    // DISTINCT (ON or not) compares the values it keeps apart, as GROUP BY does: how many rows
+    // come back tells whether they were equal.
+    trace_sort_group(query->distinctClause, query->targetList, &level, set);
+    // So do UNION, INTERSECT and EXCEPT (all but UNION ALL), over every column of every leaf.
+    if (query->setOperations != nullptr && set_operation_compares(query->setOperations))
+        trace_setop_leaves(query->setOperations, &level, 0, set);
+    ListCell *lc;
+    foreach (lc, query->windowClause) {
+        WindowClause *wc = lfirst_node(WindowClause, lc);
+        trace_sort_group(wc->partitionClause, query->targetList, &level, set);
+        trace_sort_group(wc->orderClause, query->targetList, &level, set);
+    }
+    if (query->onConflict != nullptr) {
+        // ON CONFLICT (ssn) finds the row that holds the caller's value: a comparison.
+        trace_expr(reinterpret_cast<Node *>(query->onConflict->arbiterElems), &level, set);
+        trace_expr(query->onConflict->arbiterWhere, &level, set);
+        trace_expr(query->onConflict->onConflictWhere, &level, set);
+    }
+    foreach (lc, query->mergeActionList)
+        trace_expr(lfirst_node(MergeAction, lc)->qual, &level, set);
+    if (parent != nullptr)
+        trace_unselected(query, &level, is_cte, &uses->unselected);
+    collect_writes(query, &level, uses);
+
+    // The queries below this one.
+    foreach (lc, query->cteList) {
+        CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
+        if (cte->ctequery != nullptr && IsA(cte->ctequery, Query))
+            collect_uses(reinterpret_cast<Query *>(cte->ctequery), &level, uses, true);
+    }
+    SublinkContext context = {&level, uses};
+    foreach (lc, query->rtable) {
+        RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+        switch (rte->rtekind) {
+        case RTE_SUBQUERY:
+            collect_uses(rte->subquery, &level, uses, false);
+            break;
+        case RTE_FUNCTION: {
+            // The arguments of a function in FROM decide how many rows it makes:
+            // generate_series(1, salary / 1000) counts a masked column out loud.
+            ListCell *fc;
+            foreach (fc, rte->functions)
+                trace_expr(lfirst_node(RangeTblFunction, fc)->funcexpr, &level, set);
+            (void)sublink_walker(reinterpret_cast<Node *>(rte->functions), &context);
+            break;
+        }
+        case RTE_TABLEFUNC:
+            trace_expr(reinterpret_cast<Node *>(rte->tablefunc), &level, set);
+            (void)sublink_walker(reinterpret_cast<Node *>(rte->tablefunc), &context);
+            break;
+        case RTE_VALUES:
+            (void)sublink_walker(reinterpret_cast<Node *>(rte->values_lists), &context);
+            break;
+        case RTE_RELATION:
+            (void)sublink_walker(reinterpret_cast<Node *>(rte->tablesample), &context);
+            break;
+        default:
+            break;
+        }
+    }
+    // Sublinks in the query's own expressions (not the range table, the CTEs or its RLS checks).
+    Node *parts[] = {
+        reinterpret_cast<Node *>(query->targetList),
+        reinterpret_cast<Node *>(query->returningList),
+        reinterpret_cast<Node *>(query->jointree),
+        query->havingQual,
+        query->limitOffset,
+        query->limitCount,
+        reinterpret_cast<Node *>(query->onConflict),
+        reinterpret_cast<Node *>(query->mergeActionList),
+    };
+    for (Node *part : parts)
+        (void)sublink_walker(part, &context);
+    foreach (lc, query->windowClause) {
+        WindowClause *wc = lfirst_node(WindowClause, lc);
+        (void)sublink_walker(wc->startOffset, &context);
+        (void)sublink_walker(wc->endOffset, &context);
+    }
+}
+
+} // namespace lineage

@@ -1,0 +1,76 @@
+// The one decoder of policy rows: see policy_rows.hpp.
+#include "policy/policy_rows.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+const char policy_rows_select[] =
+    "SELECT name, run_as::pg_catalog.oid, "
+    "pg_catalog.array_to_string(allowed_tables::pg_catalog.oid[], ','), "
+    "pg_catalog.array_to_string(write_ops, ','), mask_predicates, allow_superuser "
+    "FROM querygate.policy";
+
+const char mask_rows_select[] = "SELECT policy, pattern, action FROM querygate.mask_rule";
+
+namespace {
+
+// Calls f for each comma-separated item of a list (nothing for NULL or an empty list).
+template <typename F> void each_item(const char *list, F &&f)
+{
+    if (list == nullptr || *list == '\0')
+        return;
+    const char *start = list;
+    for (const char *p = list;; p++)
+        if (*p == ',' || *p == '\0') {
+            f(std::string(start, p - start));
+            if (*p == '\0')
+                return;
+            start = p + 1;
+        }
+}
+
+Oid oid_of(const std::string &text)
+{
+    return static_cast<Oid>(std::strtoul(text.c_str(), nullptr, 10));
+}
+
+} // namespace
+
+bool decode_policy(const PolicyRow &row, DecodedPolicy &out, std::string &error)
+{
+    const char *const *c = row.cells;
+    out = DecodedPolicy();
+    out.name = c[POLICY_NAME] ? c[POLICY_NAME] : "";
+    out.run_as = c[POLICY_RUN_AS] ? oid_of(c[POLICY_RUN_AS]) : InvalidOid;
+    out.allow_superuser =
+        c[POLICY_ALLOW_SUPERUSER] && std::strcmp(c[POLICY_ALLOW_SUPERUSER], "t") == 0;
+    PolicyRules &rules = out.rules;
+    rules.has_allowed_tables = c[POLICY_ALLOWED_TABLES] != nullptr;
+    each_item(c[POLICY_ALLOWED_TABLES],
+              [&](const std::string &t) { rules.allowed_tables.push_back(oid_of(t)); });
+    bool ops_ok = true;
+    each_item(c[POLICY_WRITE_OPS], [&](const std::string &op) {
+        int bit = write_ops::from_name(op.c_str());
+        ops_ok = ops_ok && bit != 0;
+        rules.write_ops |= bit;
+    });
+    if (!ops_ok) {
+        error = "the policy holds an unknown write operation";
+        return false;
+    }
+    rules.mask_predicates_allowed =
+        c[POLICY_MASK_PREDICATES] && std::strcmp(c[POLICY_MASK_PREDICATES], "allow") == 0;
+    for (int i = 0; i < row.nmasks; i++) {
+        masking::Rule rule;
+        std::string problem;
+        if (row.patterns[i] == nullptr || row.actions[i] == nullptr ||
+            !masking::parse_pattern(row.patterns[i], rule.pattern, problem) ||
+            !masking::parse_action(row.actions[i], rule.action)) {
+            error = std::string("the policy holds an invalid mask rule \"") +
+                    (row.patterns[i] ? row.patterns[i] : "") + "\"";
+            return false;
+        }
+        rules.masks.push_back(std::move(rule));
+    }
+    return true;
+}

@@ -1,0 +1,49 @@
+// A policy as the catalog holds it, read as text by one SELECT and decoded in one place into what
+// the decision uses. The worker's cache (call/catalog_cache.cpp) and the administration functions
+// (grant_query, save_query and explain, through catalog_read_policy_rows) read policies with these
+// statements and this decoder, so they decide exactly alike.
+#pragma once
+
+#include "pg/pg_headers.hpp"
+#include "policy/policy_decision.hpp"
+
+#include <string>
+
+// The policy's row: name, run_as (an oid), allowed_tables (oids joined by commas; NULL when the
+// policy has no allow-list), write_ops (names joined by commas), mask_predicates, allow_superuser
+// ("t" or "f"). Every function and operator schema-qualified: it runs in superuser sessions.
+// Followed by nothing, or by a WHERE clause.
+extern const char policy_rows_select[];
+// The policies' mask rules: policy, pattern, action. Followed by a WHERE and ORDER BY clause.
+extern const char mask_rows_select[];
+
+enum PolicyColumn {
+    POLICY_NAME,
+    POLICY_RUN_AS,
+    POLICY_ALLOWED_TABLES,
+    POLICY_WRITE_OPS,
+    POLICY_MASK_PREDICATES,
+    POLICY_ALLOW_SUPERUSER,
+    POLICY_COLUMNS
+};
+
+// One policy's row and its mask rules' (pattern, action) pairs, as C strings (nullptr for NULL),
+// owned by the caller.
+struct PolicyRow {
+    const char *cells[POLICY_COLUMNS];
+    int nmasks;
+    const char *const *patterns;
+    const char *const *actions;
+};
+
+struct DecodedPolicy {
+    std::string name;
+    Oid run_as = InvalidOid;
+    bool allow_superuser = false; // run_as may be privileged (role_rules.hpp)
+    PolicyRules rules;            // allow-list, writes, masks, mask_predicates
+};
+
+// Decodes a row. False, with the reason, when a part of it cannot be decoded (a mask rule that does
+// not parse, which the functions that write it never store): such a policy must refuse every call,
+// never serve it with a rule left out. Plain C++ over the texts; throws only std::bad_alloc.
+bool decode_policy(const PolicyRow &row, DecodedPolicy &out, std::string &error);

@@ -1,0 +1,91 @@
+// Binding a call's parameters: see param_binding.hpp.
+#include "rules/param_binding.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace {
+
+const CallParam *find_given(const std::vector<CallParam> &given, const std::string &name)
+{
+    for (const CallParam &p : given)
+        if (p.name == name)
+            return &p;
+    return nullptr;
+}
+
+} // namespace
+
+ApiError bind_params(const std::vector<std::string> &names,
+                     const std::vector<param_rules::Rule> &rules,
+                     const std::unordered_map<std::string, std::string> *claims,
+                     const std::vector<CallParam> &given, std::vector<BoundParam> &out,
+                     const PatternCheck &matches_pattern)
+{
+    std::vector<std::pair<std::string, std::string>> problems;
+    bool only_missing = true;
+    out.assign(names.size(), BoundParam());
+    for (size_t i = 0; i < names.size(); i++) {
+        const std::string &name = names[i];
+        const param_rules::Rule *rule = param_rules::find(rules, name);
+        const CallParam *p = find_given(given, name);
+        if (rule != nullptr && !rule->from_claim.empty()) {
+            if (p != nullptr) {
+                ApiError e = api_errors::make(error_code::param_from_claim,
+                                              "a parameter taken from the caller's token was sent");
+                e.errors.emplace_back(name, "comes from the caller's token and cannot be sent");
+                return e;
+            }
+            if (claims == nullptr)
+                return api_errors::make(error_code::sign_in_required,
+                                        "this query needs a signed-in caller (a bearer token)");
+            auto claim = claims->find(rule->from_claim);
+            if (claim == claims->end())
+                return api_errors::make(error_code::claim_missing,
+                                        "the caller's token lacks a claim this query needs");
+            out[i].is_null = false;
+            out[i].value = claim->second;
+            continue;
+        }
+        if (p != nullptr) {
+            out[i].is_null = p->is_null;
+            out[i].value = p->value;
+            if (p->value.find('\0') != std::string::npos) {
+                problems.emplace_back(name, "must not contain a NUL byte");
+                only_missing = false;
+            } else if (rule != nullptr && !p->is_null) {
+                std::string problem = param_rules::check(*rule, p->value);
+                if (problem.empty() && !rule->pattern.empty() &&
+                    !matches_pattern(rule->pattern, p->value))
+                    problem = "does not match the required pattern";
+                if (!problem.empty()) {
+                    problems.emplace_back(name, problem);
+                    only_missing = false;
+                }
+            }
+        } else if (rule != nullptr && rule->has_default) {
+            out[i].is_null = rule->default_is_null;
+            out[i].value = rule->default_text;
+        } else if (rule == nullptr || rule->required) {
+            problems.emplace_back(name, "is required");
+        }
+    }
+    for (size_t i = 0; i < given.size(); i++) {
+        const CallParam &p = given[i];
+        bool known = std::find(names.begin(), names.end(), p.name) != names.end();
+        bool repeated = false;
+        for (size_t j = 0; j < i; j++)
+            repeated = repeated || given[j].name == p.name;
+        if (!known || repeated) {
+            problems.emplace_back(p.name, known ? "is given more than once"
+                                                : "is not a parameter of this query");
+            only_missing = false;
+        }
+    }
+    if (problems.empty())
+        return ApiError();
+    ApiError err = only_missing ? api_errors::make(error_code::param_required, "missing parameters")
+                                : api_errors::make(error_code::param_invalid, "invalid parameters");
+    err.errors = std::move(problems);
+    return err;
+}
