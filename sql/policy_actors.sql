@@ -145,7 +145,7 @@ SELECT is(pg_temp.as_role('pa_admin', $$SELECT querygate.save_query('plain', 'SE
           '42501: permission denied to change policy "p"', 're-saving a granted query needs every policy''s role');
 DO $$ BEGIN PERFORM querygate.allow_tables('p', ARRAY['pa_t']::regclass[]); END $$;
 SELECT throws_ok($$SELECT querygate.save_query('plain', 'SELECT id FROM pa_u')$$, '42501',
-                 'saved query "plain" uses table "public.pa_u", which policy "p" does not allow',
+                 'policy "p" would refuse saved query "plain": the policy does not allow the table public.pa_u',
                  're-saving re-checks the allow-list of every policy it is granted to');
 SELECT is((SELECT sql FROM querygate.saved_query WHERE name = 'plain'), 'SELECT id FROM pa_t', 'and keeps the old text');
 DO $$ BEGIN PERFORM querygate.allow_tables('p', NULL); END $$;
