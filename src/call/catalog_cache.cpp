@@ -15,12 +15,8 @@ extern "C" {
 #include <cstdlib>
 #include <cstring>
 
-extern "C" {
-PG_FUNCTION_INFO_V1(querygate_catalog_changed);
-}
-
 // Sender: a statement trigger on every catalog table. The message leaves at commit only.
-Datum querygate_catalog_changed(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_catalog_changed)
 {
     if (!CALLED_AS_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),

@@ -21,6 +21,7 @@ extern char *jwt_audience;     // querygate.jwt_audience (reload)
 extern char *jwt_policy_claim; // querygate.jwt_policy_claim: claim naming the policy (reload)
 extern char *jwt_tenant_claim; // querygate.jwt_tenant_claim: claim naming the tenant (reload)
 extern char *tenant;           // querygate.tenant: the calling tenant, set per call by the worker
+extern char *fault_injection;  // querygate.fault_injection: tests only (pg_guard.hpp)
 
 // Bumped by the worker after every reload, so values derived from settings are rebuilt.
 extern unsigned long generation;

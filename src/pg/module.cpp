@@ -1,5 +1,6 @@
 // The library's entry point: settings, the shared listening socket, and the HTTP workers.
 #include "pg/pg_headers.hpp"
+#include "pg/pg_guard.hpp"
 extern "C" {
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
@@ -18,7 +19,6 @@ extern "C" {
 extern "C" {
 PG_MODULE_MAGIC;
 PGDLLEXPORT void _PG_init(void);
-PG_FUNCTION_INFO_V1(querygate_http_status_notice);
 }
 
 namespace {
@@ -82,9 +82,7 @@ void register_processes()
                      BgWorkerStart_RecoveryFinished, 1, 0);
 }
 
-} // namespace
-
-void _PG_init(void)
+void init()
 {
     settings::define(process_shared_preload_libraries_in_progress);
     if (!process_shared_preload_libraries_in_progress)
@@ -111,8 +109,20 @@ void _PG_init(void)
     register_processes();
 }
 
+} // namespace
+
+// Like every extern "C" entry, through the boundary's wrapper: no C++ exception reaches the
+// postmaster.
+void _PG_init(void)
+{
+    (void)pg::sql_entry([] {
+        init();
+        return (Datum)0;
+    });
+}
+
 // Called by the install script: tells the administrator whether this database is served over HTTP.
-Datum querygate_http_status_notice(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_http_status_notice)
 {
     // WARNING, not NOTICE: while an extension script runs, PostgreSQL raises client_min_messages
     // to WARNING, and an administrator who installed an HTTP gateway should hear that HTTP is off.

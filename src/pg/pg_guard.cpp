@@ -2,6 +2,8 @@
 #include "pg/pg_headers.hpp"
 #include "pg/pg_guard.hpp"
 
+#include "common/settings.hpp"
+
 #include <cstring>
 
 namespace pg {
@@ -52,6 +54,13 @@ void guard_call(void (*fn)(void *), void *arg)
         FreeErrorData(copied);
         throw err;
     }
+}
+
+void fault_point(const char *name)
+{
+    const char *wanted = settings::fault_injection;
+    if (wanted != nullptr && wanted[0] != '\0' && std::strcmp(wanted, name) == 0)
+        throw std::bad_alloc();
 }
 
 void PendingError::capture(const std::exception &e) noexcept

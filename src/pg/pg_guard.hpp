@@ -17,6 +17,7 @@
 #pragma once
 
 #include <exception>
+#include <new>
 #include <string>
 
 #include "pg/pg_headers.hpp"
@@ -38,10 +39,51 @@ struct PgError : std::exception {
 // use.
 void guard_call(void (*fn)(void *), void *arg);
 
+// A C++ exception thrown by the callable is caught inside the PG_TRY block and thrown again after
+// PG_END_TRY: leaving the block by an exception would leave PG_exception_stack and
+// error_context_stack pointing at a frame that no longer exists.
 template <typename Fn> void guard(Fn &&fn)
 {
-    guard_call([](void *p) { (*static_cast<Fn *>(p))(); }, &fn);
+    struct Call {
+        Fn *fn;
+        std::exception_ptr thrown;
+    } call{&fn, nullptr};
+    guard_call(
+        [](void *p) {
+            Call *c = static_cast<Call *>(p);
+            try {
+                (*c->fn)();
+            } catch (...) {
+                c->thrown = std::current_exception();
+            }
+        },
+        &call);
+    if (call.thrown)
+        std::rethrow_exception(call.thrown);
 }
+
+// What an extern "C" entry must put back when a C++ exception reaches it: the exception may have
+// left PG_TRY blocks and error context callbacks of PostgreSQL-style code below it.
+struct EntryState {
+    sigjmp_buf *exception_stack;
+    ErrorContextCallback *context_stack;
+    MemoryContext memory;
+
+    static EntryState save()
+    {
+        return EntryState{PG_exception_stack, error_context_stack, CurrentMemoryContext};
+    }
+    void restore() const
+    {
+        PG_exception_stack = exception_stack;
+        error_context_stack = context_stack;
+        MemoryContextSwitchTo(memory);
+    }
+};
+
+// Throws std::bad_alloc when querygate.fault_injection names this point: the tests' way to make
+// code that can run out of memory do so where they choose.
+void fault_point(const char *name);
 
 // An exception caught at an extern "C" entry point, copied into palloc'd plain data so that it can
 // be raised with ereport after the catch block has ended (a longjmp out of an active handler would
@@ -59,16 +101,20 @@ struct PendingError {
 };
 
 // Runs fn() (returning Datum) for a SQL-callable function: C++ exceptions, including PgError from
-// pg::guard, come back out as ereport(ERROR) with their SQLSTATE, message, detail and hint.
+// pg::guard, come back out as ereport(ERROR) with their SQLSTATE, message, detail and hint, after
+// the state they may have left behind is put back.
 template <typename Fn> Datum sql_entry(Fn &&fn)
 {
     PendingError pending{};
+    const EntryState entry = EntryState::save();
     Datum result = (Datum)0;
     try {
         result = fn();
     } catch (const std::exception &e) {
+        entry.restore();
         pending.capture(e);
     } catch (...) {
+        entry.restore();
         pending.capture_unknown();
     }
     if (pending.set)
@@ -77,3 +123,24 @@ template <typename Fn> Datum sql_entry(Fn &&fn)
 }
 
 } // namespace pg
+
+// Defines a SQL-callable function: every one of the extension's is defined this way, so none can
+// let a C++ exception reach PostgreSQL (which would end the backend with std::terminate). The body
+// follows, with fcinfo in scope:
+//   QUERYGATE_SQL_FUNCTION(querygate_x)
+//   {
+//       ... PG_RETURN_VOID();
+//   }
+#define QUERYGATE_SQL_FUNCTION(name)                                                               \
+    static Datum name##_body(FunctionCallInfo fcinfo);                                             \
+    extern "C" {                                                                                   \
+    PG_FUNCTION_INFO_V1(name);                                                                     \
+    }                                                                                              \
+    Datum name(PG_FUNCTION_ARGS)                                                                   \
+    {                                                                                              \
+        return pg::sql_entry([fcinfo] {                                                            \
+            pg::fault_point("sql_function");                                                       \
+            return name##_body(fcinfo);                                                            \
+        });                                                                                        \
+    }                                                                                              \
+    static Datum name##_body(FunctionCallInfo fcinfo)

@@ -27,6 +27,7 @@ char *jwt_audience = nullptr;
 char *jwt_policy_claim = nullptr;
 char *jwt_tenant_claim = nullptr;
 char *tenant = nullptr;
+char *fault_injection = nullptr;
 unsigned long generation = 1;
 
 namespace {
@@ -99,6 +100,12 @@ void define_reloadable()
     DefineCustomStringVariable("querygate.tenant", "The calling tenant, set for each HTTP call.",
                                "Read it with current_setting('querygate.tenant', true).", &tenant,
                                "", PGC_SUSET, GUC_NOT_IN_SAMPLE, nullptr, nullptr, nullptr);
+    // For the tests of querygate's own fault handling: names a fault point (pg::fault_point) that
+    // then throws std::bad_alloc, as an allocation there could. Superuser-only and hidden.
+    DefineCustomStringVariable("querygate.fault_injection",
+                               "Fault point that throws, for querygate's own tests.", nullptr,
+                               &fault_injection, "", PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+                               nullptr, nullptr, nullptr);
     MarkGUCPrefixReserved("querygate");
 }
 

@@ -14,6 +14,7 @@
 #include "policy/code_trust.hpp"
 #include "policy/column_uses.hpp"
 #include "policy/function_effects.hpp"
+#include "pg/pg_guard.hpp"
 #include "policy/lineage.hpp"
 #include "policy/saved_query_analysis.hpp"
 #include "policy/tree_walker.hpp"
@@ -124,6 +125,7 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
     callback.arg = const_cast<char *>(sql);
     callback.previous = error_context_stack;
     error_context_stack = &callback;
+    pg::fault_point("analysis"); // a C++ exception with a callback pushed: see pg_guard.hpp
 
     List *raw = raw_parser(sql, RAW_PARSE_DEFAULT);
     if (list_length(raw) != 1)

@@ -2,6 +2,7 @@
 // dollar quotes, quoted identifiers and :: casts are the lexer's business, not a regex's; then the
 // parser and analyzer infer every parameter's type, exactly as PREPARE would.
 #include "policy/saved_query_analysis.hpp"
+#include "pg/pg_guard.hpp"
 
 extern "C" {
 #include "lib/stringinfo.h"
@@ -152,6 +153,7 @@ void analyze_saved_query(const char *sql, AnalyzedQuery *out)
     callback.arg = out->prepared_sql;
     callback.previous = error_context_stack;
     error_context_stack = &callback;
+    pg::fault_point("analysis"); // a C++ exception with a callback pushed: see pg_guard.hpp
 
     List *raw = raw_parser(out->prepared_sql, RAW_PARSE_DEFAULT);
     if (list_length(raw) != 1)

@@ -4,6 +4,7 @@
 // anything that changes a policy, one who may act as its role), then writes the catalog in a
 // catalog session (catalog_access.hpp); the catalog's triggers tell the HTTP workers at commit.
 #include "pg/pg_headers.hpp"
+#include "pg/pg_guard.hpp"
 extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -22,18 +23,6 @@ extern "C" {
 #include "policy/role_rules.hpp"
 #include "policy/saved_query_analysis.hpp"
 #include "auth/secrets.hpp"
-
-extern "C" {
-PG_FUNCTION_INFO_V1(querygate_save_query);
-PG_FUNCTION_INFO_V1(querygate_drop_query);
-PG_FUNCTION_INFO_V1(querygate_create_policy);
-PG_FUNCTION_INFO_V1(querygate_drop_policy);
-PG_FUNCTION_INFO_V1(querygate_grant_query);
-PG_FUNCTION_INFO_V1(querygate_revoke_query);
-PG_FUNCTION_INFO_V1(querygate_create_key);
-PG_FUNCTION_INFO_V1(querygate_revoke_key);
-PG_FUNCTION_INFO_V1(querygate_random_bytes);
-}
 
 namespace {
 
@@ -68,7 +57,7 @@ Datum oid_array(Oid *items, int n, Oid element_type)
 
 } // namespace
 
-Datum querygate_save_query(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_save_query)
 {
     require_admin();
     char *name = sql_text_arg(fcinfo, 0, "the query name");
@@ -146,7 +135,7 @@ Datum querygate_save_query(PG_FUNCTION_ARGS)
     PG_RETURN_VOID();
 }
 
-Datum querygate_drop_query(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_drop_query)
 {
     require_admin();
     char *name = sql_text_arg(fcinfo, 0, "the query name");
@@ -161,7 +150,7 @@ Datum querygate_drop_query(PG_FUNCTION_ARGS)
     PG_RETURN_VOID();
 }
 
-Datum querygate_create_policy(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_create_policy)
 {
     require_admin();
     char *name = sql_text_arg(fcinfo, 0, "the policy name");
@@ -200,7 +189,7 @@ Datum querygate_create_policy(PG_FUNCTION_ARGS)
     PG_RETURN_VOID();
 }
 
-Datum querygate_drop_policy(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_drop_policy)
 {
     require_admin();
     char *name = sql_text_arg(fcinfo, 0, "the policy name");
@@ -251,19 +240,19 @@ void change_grant(FunctionCallInfo fcinfo, bool grant)
     catalog_session_end(&session);
 }
 
-Datum querygate_grant_query(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_grant_query)
 {
     change_grant(fcinfo, true);
     PG_RETURN_VOID();
 }
 
-Datum querygate_revoke_query(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_revoke_query)
 {
     change_grant(fcinfo, false);
     PG_RETURN_VOID();
 }
 
-Datum querygate_create_key(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_create_key)
 {
     require_admin();
     char *name = sql_text_arg(fcinfo, 0, "the key name");
@@ -306,7 +295,7 @@ Datum querygate_create_key(PG_FUNCTION_ARGS)
     PG_RETURN_TEXT_P(cstring_to_text(secret));
 }
 
-Datum querygate_revoke_key(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_revoke_key)
 {
     require_admin();
     char *name = sql_text_arg(fcinfo, 0, "the key name");
@@ -325,7 +314,7 @@ Datum querygate_revoke_key(PG_FUNCTION_ARGS)
 }
 
 // n bytes from OpenSSL's CSPRNG: the mask secret, made by the install script.
-Datum querygate_random_bytes(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_random_bytes)
 {
     int32 n = PG_GETARG_INT32(0);
     if (n < 1 || n > 1024)

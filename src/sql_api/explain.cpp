@@ -6,6 +6,7 @@
 // decide() the worker uses. PostgreSQL-style code, except decide_plain(), which runs the plain C++
 // decision without any PostgreSQL call and hands back plain data.
 #include "pg/pg_headers.hpp"
+#include "pg/pg_guard.hpp"
 extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -24,10 +25,6 @@ extern "C" {
 
 #include <cstdio>
 #include <cstring>
-
-extern "C" {
-PG_FUNCTION_INFO_V1(querygate_explain);
-}
 
 namespace {
 
@@ -131,7 +128,7 @@ void append_column_name(StringInfo buf, const SourceColumn *c)
 
 } // namespace
 
-Datum querygate_explain(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_explain)
 {
     require_admin();
     char *policy = required_text(fcinfo, 0, "the policy name");

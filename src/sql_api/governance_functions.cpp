@@ -4,6 +4,7 @@
 // PostgreSQL-style code (no C++ objects with destructors alive across a PostgreSQL call); the pure
 // C++ validators are called through small functions that return a palloc'd message.
 #include "pg/pg_headers.hpp"
+#include "pg/pg_guard.hpp"
 extern "C" {
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
@@ -24,16 +25,6 @@ extern "C" {
 #include "rules/mask_rules.hpp"
 #include "rules/param_rules.hpp"
 #include "policy/query_analysis.hpp"
-
-extern "C" {
-PG_FUNCTION_INFO_V1(querygate_allow_tables);
-PG_FUNCTION_INFO_V1(querygate_mask);
-PG_FUNCTION_INFO_V1(querygate_unmask);
-PG_FUNCTION_INFO_V1(querygate_grant_writes);
-PG_FUNCTION_INFO_V1(querygate_set_policy);
-PG_FUNCTION_INFO_V1(querygate_set_jwks);
-PG_FUNCTION_INFO_V1(querygate_isolate_tenant);
-}
 
 namespace {
 
@@ -109,7 +100,7 @@ bool pattern_matches_whole(const char *pattern, const char *value)
         textregexeq, C_COLLATION_OID, CStringGetTextDatum(value), CStringGetTextDatum(anchored)));
 }
 
-Datum querygate_allow_tables(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_allow_tables)
 {
     require_admin();
     char *policy = sql_text_arg(fcinfo, 0, "the policy name");
@@ -133,7 +124,7 @@ Datum querygate_allow_tables(PG_FUNCTION_ARGS)
     PG_RETURN_VOID();
 }
 
-Datum querygate_mask(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_mask)
 {
     require_admin();
     char *policy = sql_text_arg(fcinfo, 0, "the policy name");
@@ -159,7 +150,7 @@ Datum querygate_mask(PG_FUNCTION_ARGS)
     PG_RETURN_VOID();
 }
 
-Datum querygate_unmask(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_unmask)
 {
     require_admin();
     char *policy = sql_text_arg(fcinfo, 0, "the policy name");
@@ -180,7 +171,7 @@ Datum querygate_unmask(PG_FUNCTION_ARGS)
     PG_RETURN_VOID();
 }
 
-Datum querygate_grant_writes(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_grant_writes)
 {
     require_admin();
     char *policy = sql_text_arg(fcinfo, 0, "the policy name");
@@ -222,7 +213,7 @@ Datum querygate_grant_writes(PG_FUNCTION_ARGS)
     PG_RETURN_VOID();
 }
 
-Datum querygate_set_policy(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_set_policy)
 {
     require_admin();
     char *policy = sql_text_arg(fcinfo, 0, "the policy name");
@@ -250,7 +241,7 @@ Datum querygate_set_policy(PG_FUNCTION_ARGS)
     PG_RETURN_VOID();
 }
 
-Datum querygate_set_jwks(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_set_jwks)
 {
     require_admin();
     // A token's claim picks its policy, so whoever chooses the keys that sign tokens can act as
@@ -285,7 +276,7 @@ Datum querygate_set_jwks(PG_FUNCTION_ARGS)
     PG_RETURN_VOID();
 }
 
-Datum querygate_isolate_tenant(PG_FUNCTION_ARGS)
+QUERYGATE_SQL_FUNCTION(querygate_isolate_tenant)
 {
     require_admin();
     if (PG_ARGISNULL(0) || PG_ARGISNULL(1))

@@ -28,6 +28,7 @@ extern "C" {
 #include "http/http_server.hpp"
 #include "http/listen_socket.hpp"
 #include "call/query_runner.hpp"
+#include "pg/pg_guard.hpp"
 #include "worker/group_commit.hpp"
 #include "http/request_handler.hpp"
 #include "common/settings.hpp"
@@ -261,12 +262,17 @@ void querygate_http_worker_main(Datum main_arg)
     (void)mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
     (void)mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
 
+    const pg::EntryState entry = pg::EntryState::save();
     try {
         serve();
     } catch (const std::exception &e) {
         // Nothing a caller sends should get here (callbacks catch); if it does, this worker ends
         // with exit code 1, which restarts it alone, not every connection of the server.
+        entry.restore();
         ereport(LOG, (errmsg("querygate http worker stopping: %s", e.what())));
+    } catch (...) {
+        entry.restore();
+        ereport(LOG, (errmsg("querygate http worker stopping: an unknown exception")));
     }
     proc_exit(1);
 }
