@@ -94,4 +94,25 @@ $qg->expect_rows($qg->get('/q/dropped?id=1', key => $key), [ { id => 1, v => 'ba
 $qg->expect_rows($qg->get('/q/other?id=2', key => $key), [ { id => 2, v => 'other 2' } ], 'other still');
 is_deeply($qg->worker_pids, $pids, 'still the same worker');
 
+# An exception where the analysis could run out of memory (querygate.fault_injection), with its
+# error context callback pushed inside pg::guard: the call is a 500 internal_error, and the worker
+# serves the next calls.
+$qg->sql(q{SELECT querygate.save_query('other', 'SELECT id, v FROM pc_other WHERE id = :id AND 0 < 1')});
+$qg->set_and_reload('querygate.fault_injection', 'analysis');
+my $faulted = QuerygateTest::poll_until(sub {
+	my $r = $qg->get('/q/other?id=3', key => $key);
+	return $r->{status} == 500 ? $r : undef;
+});
+$qg->expect_error($faulted, 500, 'internal_error', 'a call whose analysis throws');
+$qg->sql('ALTER SYSTEM RESET querygate.fault_injection');
+$qg->sql('SELECT pg_reload_conf()');
+my $served = QuerygateTest::poll_until(sub {
+	my $r = $qg->get('/q/other?id=3', key => $key);
+	return $r->{status} == 200 ? $r : undef;
+});
+$qg->expect_rows($served, [ { id => 3, v => 'other 3' } ], 'the next call once the fault is gone');
+$qg->expect_error($qg->get('/q/dropped?id=1', key => $key . 'x'), 401, 'unauthorized',
+	'errors after it are reported as usual');
+is_deeply($qg->worker_pids, $pids, 'and the worker never restarted');
+
 done_testing();
