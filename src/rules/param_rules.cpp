@@ -175,7 +175,8 @@ bool parse_one(const char *name, json_t *spec, Rule &r, std::string &error)
 bool parse(std::string_view json, std::vector<Rule> &out, std::string &error)
 {
     json_error_t jerr;
-    std::unique_ptr<json_t, JsonDeleter> root(json_loadb(json.data(), json.size(), 0, &jerr));
+    std::unique_ptr<json_t, JsonDeleter> root(
+        json_loadb(json.data(), json.size(), JSON_REJECT_DUPLICATES, &jerr));
     if (!root || !json_is_object(root.get())) {
         error = "parameter rules must be a JSON object keyed by parameter name";
         return false;

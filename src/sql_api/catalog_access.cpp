@@ -109,6 +109,16 @@ Oid catalog_require_policy_actor(const CatalogSession *session, const char *poli
     return run_as;
 }
 
+uint64 catalog_change_policy(const char *sql, int nargs, const char *const *args)
+{
+    CatalogSession session;
+    catalog_session_begin(&session);
+    catalog_require_policy_actor(&session, args[0]);
+    uint64 n = catalog_exec_texts(sql, nargs, args);
+    catalog_session_end(&session);
+    return n;
+}
+
 void catalog_read_policy_row(const char *policy, MemoryContext into, PolicyRow *row)
 {
     const char *args[1] = {policy};

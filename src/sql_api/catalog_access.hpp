@@ -32,6 +32,11 @@ uint64 catalog_exec(const char *sql, int nargs, const Oid *types, const Datum *v
 // catalog_exec with text arguments (nullptr for SQL NULL).
 uint64 catalog_exec_texts(const char *sql, int nargs, const char *const *args);
 
+// One change to a policy's rows, in a catalog session of its own, by a caller who may change the
+// policy (catalog_require_policy_actor): args[0] is the policy's name, $1 in sql. Returns the
+// number of rows processed.
+uint64 catalog_change_policy(const char *sql, int nargs, const char *const *args);
+
 // ERROR 42704 unless the saved query exists. Inside a catalog session.
 void catalog_require_query(const char *query);
 

@@ -138,15 +138,11 @@ QUERYGATE_SQL_FUNCTION(querygate_mask)
     if (problem != nullptr)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("invalid mask rule \"%s\": %s", pattern, problem)));
-    CatalogSession session;
-    catalog_session_begin(&session);
-    catalog_require_policy_actor(&session, policy);
     const char *args[3] = {policy, normalised, action_name};
-    catalog_exec_texts("INSERT INTO querygate.mask_rule (policy, pattern, action) "
-                       "VALUES ($1, $2, $3) ON CONFLICT (policy, pattern) "
-                       "DO UPDATE SET action = excluded.action",
-                       3, args);
-    catalog_session_end(&session);
+    catalog_change_policy("INSERT INTO querygate.mask_rule (policy, pattern, action) "
+                          "VALUES ($1, $2, $3) ON CONFLICT (policy, pattern) "
+                          "DO UPDATE SET action = excluded.action",
+                          3, args);
     PG_RETURN_VOID();
 }
 
@@ -159,15 +155,11 @@ QUERYGATE_SQL_FUNCTION(querygate_unmask)
     if (char *problem = normalise_pattern(pattern, &normalised))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("invalid column pattern \"%s\": %s", pattern, problem)));
-    CatalogSession session;
-    catalog_session_begin(&session);
-    catalog_require_policy_actor(&session, policy);
     const char *args[2] = {policy, normalised};
-    if (catalog_exec_texts("DELETE FROM querygate.mask_rule WHERE policy = $1 AND pattern = $2", 2,
-                           args) == 0)
+    if (catalog_change_policy("DELETE FROM querygate.mask_rule WHERE policy = $1 AND pattern = $2",
+                              2, args) == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("policy \"%s\" has no mask rule \"%s\"", policy, normalised)));
-    catalog_session_end(&session);
     PG_RETURN_VOID();
 }
 
@@ -201,15 +193,11 @@ QUERYGATE_SQL_FUNCTION(querygate_grant_writes)
             if (bits & op.bit)
                 appendStringInfo(&ops, "%s%s", ops.len ? "," : "", op.name);
     }
-    CatalogSession session;
-    catalog_session_begin(&session);
-    catalog_require_policy_actor(&session, policy);
     const char *args[2] = {policy, ops.len ? ops.data : nullptr};
-    catalog_exec_texts(
+    catalog_change_policy(
         "UPDATE querygate.policy SET write_ops = pg_catalog.string_to_array($2, ',') "
         "WHERE name = $1",
         2, args);
-    catalog_session_end(&session);
     PG_RETURN_VOID();
 }
 
