@@ -3,6 +3,7 @@
 // OpenSSL (EVP_DigestSign, HMAC): nothing is a hard-coded expected result. Prints TAP and exits
 // non-zero when a test fails.
 #include "auth/jwt.hpp"
+#include "tap.hpp"
 
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -20,19 +21,7 @@
 
 namespace {
 
-int test_count = 0;
-int failures = 0;
-
-void ok(bool pass, const std::string &name, const std::string &diag = "")
-{
-    ++test_count;
-    std::printf("%s %d - %s\n", pass ? "ok" : "not ok", test_count, name.c_str());
-    if (!pass) {
-        ++failures;
-        if (!diag.empty())
-            std::printf("# %s\n", diag.c_str());
-    }
-}
+using tap::ok;
 
 [[noreturn]] void die(const char *what)
 {
@@ -776,8 +765,5 @@ int main()
     EVP_PKEY_free(ec_other);
     EVP_PKEY_free(ec384);
 
-    std::printf("1..%d\n", test_count);
-    if (failures > 0)
-        std::printf("# %d of %d failed\n", failures, test_count);
-    return failures > 0 ? 1 : 0;
+    return tap::done();
 }
