@@ -2,7 +2,7 @@
 // 2048, EC P-256) at every run, the JWKS is built from them, and every token is signed here with
 // OpenSSL (EVP_DigestSign, HMAC): nothing is a hard-coded expected result. Prints TAP and exits
 // non-zero when a test fails.
-#include "jwt.hpp"
+#include "auth/jwt.hpp"
 
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
