@@ -83,7 +83,8 @@ for my $name (qw(histogram mcv))
 	$res = $qg->get("/q/$name", key => $masked);
 	expect_refusal($qg, $res, 403, 'mask_unresolvable', "$name under a policy that masks the columns",
 		qr/pg_statistic/);
-	unlike($res->{content} // '', qr/10\d\d/, "$name under the masking policy: no value in the answer");
+	# The request id is random hex, which can hold four digits too: it is left out.
+	unlike(body_without_request_id($res), qr/10\d\d/, "$name under the masking policy: no value in the answer");
 }
 $qg->expect_rows($qg->get('/q/plain', key => $masked), [ { label => 'one' } ], 'the masking policy still answers its other queries');
 
