@@ -32,7 +32,8 @@ $qg->expect_error($res, 503, 'unavailable', 'POST /q/anything without the extens
 $node->safe_psql('postgres', 'CREATE EXTENSION querygate');
 $node->safe_psql('postgres', q{
 	SELECT querygate.save_query('one', 'SELECT 1 AS one');
-	SELECT querygate.create_policy('reader', allow_superuser => true);
+	CREATE ROLE api_reader NOLOGIN;
+	SELECT querygate.create_policy('reader', 'api_reader');
 	SELECT querygate.grant_query('reader', 'one');
 });
 my $secret = $node->safe_psql('postgres', q{SELECT querygate.create_key('k', 'reader')});

@@ -16,7 +16,8 @@ $qg->sql(q{
 	SELECT querygate.save_query('range_desc', 'SELECT aid FROM accounts WHERE aid BETWEEN :lo AND :hi ORDER BY aid DESC');
 	SELECT querygate.save_query('noparams', 'SELECT count(*)::int AS n FROM accounts');
 });
-my $secret = $qg->access(policy => 'reader', queries => [qw(account range range_desc noparams)]);
+my $secret = $qg->access(policy => 'reader', run_as => $qg->role('api_reader', select => ['accounts']),
+	queries => [qw(account range range_desc noparams)]);
 like($secret, qr/^qg_[A-Za-z0-9_-]{43}$/, 'create_key returned a secret');
 
 my $expected = '[{"aid":7,"bid":1,"abalance":0}]';

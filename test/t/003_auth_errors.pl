@@ -17,19 +17,17 @@ $qg->sql(q{
 	SELECT querygate.save_query('other', 'SELECT 1 AS one');
 	SELECT querygate.save_query('echo', 'SELECT :s::text AS s');
 });
-my $good = $qg->access(policy => 'reader', queries => [qw(account echo)]);
+my $good = $qg->access(policy => 'reader', run_as => $qg->role('api_reader', select => ['accounts']),
+	queries => [qw(account echo)]);
 my $revoked = $qg->access(policy => 'reader', key => 'gone');
 $qg->sql(q{SELECT querygate.revoke_key('gone')});
-my $expired;
-eval { $expired = $qg->access(policy => 'reader', key => 'old', expires_at => q{now() - interval '1 hour'}); };
-if (!defined $expired)
-{
-	# create_key may refuse an expiry in the past: make one that expires in a second and wait.
-	$expired = $qg->access(policy => 'reader', key => 'old', expires_at => q{now() + interval '1 second'});
-	note 'create_key refused an expires_at in the past; using one a second ahead';
-}
-my $later = $qg->access(policy => 'reader', key => 'later', expires_at => q{now() + interval '1 day'});
-my $other_policy = $qg->access(policy => 'outsider', queries => ['other']);
+# create_key refuses an expiry that is not in the future (22023), so the expired key is one that
+# expires a second after it is made; the poll below waits for it to lapse.
+like(sql_error($qg, q{SELECT querygate.create_key('past', 'reader', now() - interval '1 hour')}),
+	qr/^22023 expires_at must be in the future/, 'create_key refuses an expires_at in the past');
+my $expired = $qg->access(policy => 'reader', key => 'old', key_args => q{expires_at => now() + interval '1 second'});
+my $later = $qg->access(policy => 'reader', key => 'later', key_args => q{expires_at => now() + interval '1 day'});
+my $other_policy = $qg->access(policy => 'outsider', run_as => $qg->role('api_outsider'), queries => ['other']);
 
 my $rid = 'auth-test-1';
 my %h = ('X-Request-Id' => $rid);
@@ -136,6 +134,9 @@ $qg->expect_error($res, 400, 'param_required', 'POST with an empty body: a call 
 is($qg->get('/q/account?aid=1', key => $good)->{status}, 200, 'a good request still works after the bad bodies');
 $res = $qg->get('/q/account?aid=1&aid=2', key => $good);
 $qg->expect_error($res, 400, 'param_invalid', 'GET with aid given twice', param => 'aid');
+# Open: the README makes a repeated parameter 400 param_invalid naming it; the server refuses a
+# duplicate member name in the body as 400 invalid_body ("not valid JSON"). Both stay accepted
+# until the contract is settled.
 $res = $qg->request('POST', '/q/account', key => $good, content => '{"params": {"aid": 1, "aid": 2}}');
 ok($res->{status} == 400 && ($res->{json} // {})->{code} =~ /^(invalid_body|param_invalid)$/,
 	'POST with aid given twice in the object: 400 invalid_body or param_invalid')
@@ -159,9 +160,12 @@ $qg->expect_error($res, 413, 'payload_too_large', 'POST of 3 kB over a max_body_
 my $huge = json_encode({ params => { s => 'y' x 200_000 } });
 $res = $qg->request('POST', '/q/echo', key => $good, content => $huge);
 $qg->expect_error($res, 413, 'payload_too_large', 'POST of 200 kB over a max_body_size of 1kB');
+# The size is judged while the body is read, before anything else: a wrong key, or none, gets the
+# same 413 (the key is never looked at, and nothing is served).
 $res = $qg->request('POST', '/q/echo', key => $wrong, content => $big);
-ok($res->{status} == 413 || $res->{status} == 401, 'oversized body with a wrong key: 413 or 401, never served')
-  or diag(QuerygateTest::describe($res));
+$qg->expect_error($res, 413, 'payload_too_large', 'oversized body with a wrong key');
+$res = $qg->request('POST', '/q/echo', content => $big);
+$qg->expect_error($res, 413, 'payload_too_large', 'oversized body without a key');
 my $small = json_encode({ params => { s => 'x' x 900 } });
 $res = $qg->request('POST', '/q/echo', key => $good, content => $small);
 is($res->{status}, 200, 'a body under 1kB is still served') or diag(QuerygateTest::describe($res));

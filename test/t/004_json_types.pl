@@ -44,7 +44,8 @@ SELECT querygate.save_query('nullable', 'SELECT :n::int IS NULL AS is_null, :n::
 SELECT querygate.save_query('echo_text', 'SELECT :s::text AS s, length(:s::text) AS len');
 SELECT querygate.save_query('echo_json', 'SELECT :j::jsonb AS j, :t::text AS t');
 SQL
-my $secret = $qg->access(queries => [qw(out bind inferred nullable echo_text echo_json)]);
+my $secret = $qg->access(run_as => $qg->role('api_reader', select => ['typed']),
+	queries => [qw(out bind inferred nullable echo_text echo_json)]);
 
 # --- output mapping
 my $res = $qg->get('/q/out', key => $secret);

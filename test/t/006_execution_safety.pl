@@ -47,7 +47,14 @@ $qg->sql(q{
 	SELECT querygate.save_query('account', 'SELECT aid, bid, abalance FROM accounts WHERE aid = :aid');
 	SELECT querygate.save_query('pid', 'SELECT pg_backend_pid() AS pid');
 });
-my $admin = $qg->access(policy => 'admin', queries => [qw(write_fn insert update cte_write nextval payroll docs whoami divide bad_cast sleep account pid)]);
+# The calls run as an ordinary role that holds every privilege the writes would need, so their
+# refusal is the read-only transaction's, not a missing grant's.
+my $app = $qg->access(policy => 'app',
+	run_as => $qg->role('api_app', grant => [ 'SELECT, INSERT, UPDATE, DELETE ON accounts, audit', 'USAGE, UPDATE ON SEQUENCE seq' ]),
+	queries => [qw(write_fn insert update cte_write nextval whoami divide bad_cast sleep account pid)]);
+# A policy running as the superuser, asked for by name: it is read-only too, reads what an ordinary
+# role may not, and bypasses row-level security.
+my $admin = $qg->access(policy => 'admin', allow_superuser => 1, queries => [qw(write_fn insert update cte_write nextval payroll docs)]);
 my $as_nobody = $qg->access(policy => 'as_nobody', run_as => 'nobody', queries => [qw(payroll account whoami)]);
 my $as_alice = $qg->access(policy => 'as_alice', run_as => 'alice', queries => [qw(docs whoami)]);
 my $as_bob = $qg->access(policy => 'as_bob', run_as => 'bob', queries => [qw(docs)]);
@@ -58,17 +65,22 @@ my $worker = $pids[0] // 0;
 my $pm_start = $qg->sql('SELECT pg_postmaster_start_time()');
 my $log_offset = -s $node->logfile;
 
-# --- read-only
-my $res = $qg->get('/q/write_fn', key => $admin);
-$qg->expect_error($res, 403, 'read_only', 'a SELECT calling a volatile function that INSERTs');
-$res = $qg->get('/q/insert?x=5', key => $admin);
-$qg->expect_error($res, 403, 'read_only', 'a saved INSERT');
-$res = $qg->get('/q/update?aid=1', key => $admin);
-$qg->expect_error($res, 403, 'read_only', 'a saved UPDATE');
-$res = $qg->get('/q/cte_write', key => $admin);
-$qg->expect_error($res, 403, 'read_only', 'a data-modifying CTE');
-$res = $qg->get('/q/nextval', key => $admin);
-$qg->expect_error($res, 403, 'read_only', 'nextval()');
+# --- read-only, for an ordinary role with the privileges and for the superuser alike
+my $res;
+for my $k ([ 'api_app', $app ], [ 'the superuser', $admin ])
+{
+	my ($who, $key) = @$k;
+	$res = $qg->get('/q/write_fn', key => $key);
+	$qg->expect_error($res, 403, 'read_only', "a SELECT calling a volatile function that INSERTs ($who)");
+	$res = $qg->get('/q/insert?x=5', key => $key);
+	$qg->expect_error($res, 403, 'read_only', "a saved INSERT ($who)");
+	$res = $qg->get('/q/update?aid=1', key => $key);
+	$qg->expect_error($res, 403, 'read_only', "a saved UPDATE ($who)");
+	$res = $qg->get('/q/cte_write', key => $key);
+	$qg->expect_error($res, 403, 'read_only', "a data-modifying CTE ($who)");
+	$res = $qg->get('/q/nextval', key => $key);
+	$qg->expect_error($res, 403, 'read_only', "nextval() ($who)");
+}
 is($qg->sql('SELECT count(*) FROM audit'), '0', 'nothing was inserted into audit');
 is($qg->sql('SELECT sum(abalance) FROM accounts'), '0', 'accounts were not updated');
 is($qg->sql('SELECT last_value, is_called FROM seq'), '1|f', 'the sequence did not move');
@@ -101,14 +113,14 @@ is($res->{status} . ' ' . ($res->{content} // ''), '200 [{"id":1,"body":"a1"},{"
 	'alice again after other roles used the same cached plan');
 
 # --- query_failed: the database's message goes to the log only
-$res = $qg->get('/q/divide?d=0', key => $admin);
+$res = $qg->get('/q/divide?d=0', key => $app);
 $qg->expect_error($res, 500, 'query_failed', 'division by zero');
 unlike($res->{content} // '', qr/division|zero|22012/i, 'the body does not carry the database\'s message or SQLSTATE');
 ok(poll_until(sub { $node->log_contains('division by zero') }, 10), 'the server log has "division by zero"');
-$res = $qg->get('/q/bad_cast?s=1', key => $admin);
+$res = $qg->get('/q/bad_cast?s=1', key => $app);
 $qg->expect_error($res, 500, 'query_failed', 'a cast error inside the query');
 unlike($res->{content} // '', qr/secret-value-xyz|invalid input/i, 'the body does not echo the failing value');
-$res = $qg->get('/q/divide?d=4', key => $admin);
+$res = $qg->get('/q/divide?d=4', key => $app);
 is($res->{status} . ' ' . ($res->{content} // ''), '200 [{"q":25}]', 'the same query with a good value works next');
 
 # --- pg_stat_activity shows the worker and its running query
@@ -117,7 +129,7 @@ die "fork: $!" unless defined $child;
 if ($child == 0)
 {
 	my $c = $qg->new_client;
-	$c->request('GET', $qg->base_url . '/q/sleep?s=3', { headers => { 'X-API-Key' => $admin } });
+	$c->request('GET', $qg->base_url . '/q/sleep?s=3', { headers => { 'X-API-Key' => $app } });
 	POSIX::_exit(0);    # not exit: the cluster's END block would stop the node
 }
 ok( poll_until(
@@ -136,31 +148,31 @@ $qg->set_and_reload('querygate.statement_timeout', '200ms');
 my $t0;
 ok( poll_until(
 		sub {
-			$res = $qg->get('/q/sleep?s=1', key => $admin);
+			$res = $qg->get('/q/sleep?s=1', key => $app);
 			return $res->{status} == 504;
 		}),
 	'after statement_timeout = 200ms and a reload, a 1 s sleep times out');
 $t0 = time;
-$res = $qg->get('/q/sleep?s=2', key => $admin);
+$res = $qg->get('/q/sleep?s=2', key => $app);
 my $elapsed = time - $t0;
 $qg->expect_error($res, 504, 'query_timeout', 'pg_sleep(2) with a 200ms statement_timeout');
 cmp_ok($elapsed, '<', 2, 'the 504 came before the sleep would have ended');
-$res = $qg->get('/q/account?aid=2', key => $admin);
+$res = $qg->get('/q/account?aid=2', key => $app);
 is($res->{status} . ' ' . ($res->{content} // ''), '200 [{"aid":2,"bid":1,"abalance":0}]',
 	'the very next call is served');
-$res = $qg->get('/q/pid', key => $admin);
+$res = $qg->get('/q/pid', key => $app);
 is(($res->{json} // [ {} ])->[0]{pid}, $worker, 'by the same worker process');
-$res = $qg->get('/q/sleep?s=0.01', key => $admin);
+$res = $qg->get('/q/sleep?s=0.01', key => $app);
 is($res->{status}, 200, 'a query shorter than the timeout is served') or diag(QuerygateTest::describe($res));
 for (1 .. 3)
 {
-	$qg->get('/q/sleep?s=1', key => $admin);
+	$qg->get('/q/sleep?s=1', key => $app);
 }
-$res = $qg->get('/q/account?aid=3', key => $admin);
+$res = $qg->get('/q/account?aid=3', key => $app);
 is($res->{status}, 200, 'still served after three more timeouts');
 $qg->sql('ALTER SYSTEM RESET querygate.statement_timeout');
 $qg->sql('SELECT pg_reload_conf()');
-ok(poll_until(sub { $qg->get('/q/sleep?s=0.5', key => $admin)->{status} == 200 }),
+ok(poll_until(sub { $qg->get('/q/sleep?s=0.5', key => $app)->{status} == 200 }),
 	'after RESET and a reload, a 0.5 s sleep is served again');
 
 # --- the worker never restarted, the postmaster neither

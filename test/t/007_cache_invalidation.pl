@@ -16,7 +16,8 @@ $qg->sql(q{
 	SELECT querygate.save_query('account', 'SELECT aid, bid, abalance FROM accounts WHERE aid = :aid');
 	SELECT querygate.save_query('extra', 'SELECT 42 AS answer');
 });
-my $key = $qg->access(policy => 'p', queries => [qw(q account)], key => 'k1');
+my $role = $qg->role('api_reader', select => ['accounts']);
+my $key = $qg->access(policy => 'p', run_as => $role, queries => [qw(q account)], key => 'k1');
 my $key2 = $qg->access(policy => 'p', key => 'k2');
 
 # Each check is made several times on new connections and on the kept one, so that both workers
@@ -119,13 +120,14 @@ status_all(all_requests('GET', '/q/q', key => $key), 401, 'after COMMIT, the rev
 $psql->quit;
 
 # --- drop_policy with cascade revokes its keys at once
-my $k3 = $qg->access(policy => 'p2', queries => ['extra'], key => 'k3');
+my $k3 = $qg->access(policy => 'p2', run_as => $role, queries => ['extra'], key => 'k3');
 all_are(all_requests('GET', '/q/extra', key => $k3), '200 [{"answer":42}]', 'k3 of policy p2 works');
 $qg->sql(q{SELECT querygate.drop_policy('p2', true)});
 status_all(all_requests('GET', '/q/extra', key => $k3), 401, 'drop_policy cascade: its key gets 401 on the next request');
 
 # --- expiry needs no catalog change: a key expiring in 2 s stops working by itself
-my $k4 = $qg->access(policy => 'p4', queries => ['extra'], key => 'k4', expires_at => q{now() + interval '2 seconds'});
+my $k4 = $qg->access(policy => 'p4', run_as => $role, queries => ['extra'], key => 'k4',
+	key_args => q{expires_at => now() + interval '2 seconds'});
 is($qg->get('/q/extra', key => $k4)->{status}, 200, 'a key expiring in 2 s works now');
 ok(poll_until(sub { $qg->get('/q/extra', key => $k4)->{status} == 401 }, 15), 'and gets 401 once expired');
 

@@ -14,7 +14,7 @@ $qg->sql(q{
 	INSERT INTO accounts SELECT g, (g - 1) / 10 + 1, 0 FROM generate_series(1, 1000) AS g;
 	SELECT querygate.save_query('account', 'SELECT aid, bid, abalance FROM accounts WHERE aid = :aid');
 });
-my $secret = $qg->access(queries => ['account']);
+my $secret = $qg->access(run_as => $qg->role('api_reader', select => ['accounts']), queries => ['account']);
 
 my $clients = 4;
 my $per_client = 250;

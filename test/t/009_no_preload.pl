@@ -24,7 +24,8 @@ is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extn
 # The SQL API works.
 my $secret = $node->safe_psql('postgres', q{
 	SELECT querygate.save_query('q', 'SELECT :a::int AS a');
-	SELECT querygate.create_policy('p', allow_superuser => true);
+	CREATE ROLE api_reader NOLOGIN;
+	SELECT querygate.create_policy('p', 'api_reader');
 	SELECT querygate.grant_query('p', 'q');
 	SELECT querygate.create_key('k', 'p');
 });

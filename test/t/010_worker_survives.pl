@@ -24,7 +24,8 @@ $qg->sql(q{
 	SELECT querygate.save_query('mem', 'SELECT array_agg(g) AS a FROM generate_series(1, :n::int) g');
 	SELECT querygate.save_query('sleepbig', 'SELECT pg_sleep(:s::float8)::text AS slept, repeat(''x'', 30000000) AS big');
 });
-my $key = $qg->access(queries => [qw(account sleep divide echo pid huge stack mem sleepbig)]);
+my $key = $qg->access(run_as => $qg->role('api_reader', select => ['accounts']),
+	queries => [qw(account sleep divide echo pid huge stack mem sleepbig)]);
 
 my @pids = @{ $qg->worker_pids };
 is(scalar @pids, 1, 'one worker');
@@ -59,22 +60,23 @@ $res = $qg->get('/q/divide?d=0', key => $key);
 is($res->{status}, 500, 'division by zero: 500') or diag(QuerygateTest::describe($res));
 still_serves('a query error');
 
+# An endless recursive CTE keeps one row in its work table and counts: it neither runs out of
+# memory nor reaches the integer's limit (2^31 steps) within the 300ms it is given.
 $res = $qg->get('/q/stack', key => $key);
-ok($res->{status} == 504 || $res->{status} == 500, 'an endless recursive CTE: 504 or 500')
-  or diag(QuerygateTest::describe($res));
+$qg->expect_error($res, 504, 'query_timeout', 'an endless recursive CTE');
 still_serves('an endless query');
 
 $res = $qg->get('/q/account?aid=x%00y&zzz=1', key => $key);
-is($res->{status}, 400, 'bad parameters: 400') or diag(QuerygateTest::describe($res));
+$qg->expect_error($res, 400, 'param_invalid', 'bad parameters', param => 'zzz');
 still_serves('bad parameters');
 
 $res = $qg->request('POST', '/q/account', key => $key, content => '{"params": {"aid": [');
-is($res->{status}, 400, 'malformed body: 400') or diag(QuerygateTest::describe($res));
+$qg->expect_error($res, 400, 'invalid_body', 'malformed body');
 still_serves('a malformed body');
 
+# The worker reads the whole body, keeping none of it past 4kB, and then answers.
 $res = $qg->request('POST', '/q/echo', key => $key, content => json_encode({ params => { s => 'x' x 100_000 } }));
-ok($res->{status} == 413 || $res->{status} == 599, 'oversized body: 413 (or the connection closed)')
-  or diag(QuerygateTest::describe($res));
+$qg->expect_error($res, 413, 'payload_too_large', 'oversized body');
 still_serves('an oversized body');
 
 $res = $qg->get('/q/huge?page_size=1000', key => $key);
@@ -82,14 +84,29 @@ is($res->{status}, 200, 'a 1 MB response is served') or diag(substr(QuerygateTes
 is(scalar @{ $res->{json} // [] }, 1000, 'with its 1000 rows');
 still_serves('a large response');
 
+# A call that ends close to the timeout: whether it is answered depends on the time it took, the
+# one thing a test cannot fix. Either outcome is complete: all the rows, or the 504 of a timeout
+# (never another error, never a partial answer, never a dead worker).
+sub complete_or_timeout
+{
+	my ($res, $complete, $name) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $code = ref $res->{json} eq 'HASH' ? ($res->{json}{code} // '') : '';
+	ok(($res->{status} == 200 && $complete->($res->{json}))
+		  || ($res->{status} == 504 && $code eq 'query_timeout'),
+		"$name: 200 with the whole answer, or 504 query_timeout past the timeout")
+	  or diag(substr(QuerygateTest::describe($res), 0, 300));
+}
+
 # Arrays of 0.6 to 1.5 million elements: around the 300ms timeout, which then fires at every phase of
-# the call (execution, output functions, JSON, commit). Each answer is 200 or 504, never a dead worker.
+# the call (execution, output functions, JSON, commit).
 for my $k (0 .. 18)
 {
 	my $elements = 600_000 + 50_000 * $k;
 	$res = $qg->get("/q/mem?n=$elements", key => $key, client => $qg->new_client(keep_alive => 0));
-	ok($res->{status} == 200 || $res->{status} == 504, "an array of $elements elements: 200, or 504 past the timeout")
-	  or diag(substr(QuerygateTest::describe($res), 0, 300));
+	# int[] comes back as its text: {1,2,...,n}.
+	complete_or_timeout($res, sub { ref $_[0] eq 'ARRAY' && @{ $_[0] } == 1 && ($_[0][0]{a} // '') eq '{' . join(',', 1 .. $elements) . '}' },
+		"an array of $elements elements");
 	still_serves("an array of $elements elements");
 }
 
@@ -97,8 +114,8 @@ for my $k (0 .. 18)
 for my $s (qw(0.20 0.24 0.27 0.29))
 {
 	$res = $qg->get("/q/sleepbig?s=$s", key => $key, client => $qg->new_client(keep_alive => 0));
-	ok($res->{status} == 200 || $res->{status} == 504, "sleep $s s then a 30 MB value: 200, or 504 past the timeout")
-	  or diag(substr(QuerygateTest::describe($res), 0, 300));
+	complete_or_timeout($res, sub { ref $_[0] eq 'ARRAY' && @{ $_[0] } == 1 && length($_[0][0]{big} // '') == 30_000_000 },
+		"sleep $s s then a 30 MB value");
 	still_serves("sleep $s s then a 30 MB value");
 }
 

@@ -41,7 +41,7 @@ sub exchange
 my $qg = QuerygateTest->start(name => 'balance', workers => 2,
 	conf => "querygate.statement_timeout = '60s'\n");
 $qg->sql(q{SELECT querygate.save_query('sleep', 'SELECT pg_sleep(:s::float8)::text AS slept')});
-my $key = $qg->access(queries => ['sleep']);
+my $key = $qg->access(run_as => $qg->role('api_sleeper'), queries => ['sleep']);
 my @workers = @{ $qg->worker_pids };
 is(scalar @workers, 2, 'two workers');
 my %base = map { $_ => sockets_of($_) } @workers;
@@ -150,7 +150,10 @@ for my $i (0 .. $#pending)
 is($answered + $late, 8,
 	'once descriptors are free again, every waiting connection is answered (the other worker still busy)');
 $qg->sql("SELECT pg_cancel_backend($busy)");
-isnt(exchange($busy_conn, '', 10, no_send => 1), 'none', 'the cancelled long call answers');
+# Cancelled well before querygate.statement_timeout (60s): not a timeout, an error of the query.
+my ($cancelled, $cancelled_body) = read_response($busy_conn, 10);
+is("$cancelled " . ((json_decode($cancelled_body) // {})->{code} // '(none)'), '500 query_failed',
+	'the cancelled long call answers 500 query_failed');
 close $_ for @pending, $busy_conn;
 is_deeply($qg->worker_pids, \@workers, 'both workers are the same processes');
 

@@ -9,7 +9,6 @@ use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
-use GovernanceTest;
 
 my $qg = QuerygateTest->start(name => 'allow_list', conf => "querygate.allow_writes = on\n");
 $qg->sql(q{
@@ -95,8 +94,8 @@ $qg->sql(join('', map { 'SELECT querygate.save_query(' . sql_quote($_->[0]) . ',
 my @all = map { $_->[0] } @escapes, @write_escapes, @fine;
 
 # Granted before the list exists (grant_query checks the list), then listed.
-my $limited = policy_key($qg, 'limited', run_as => 'gov_reader', queries => \@all);
-my $wide = policy_key($qg, 'wide', run_as => 'gov_reader', queries => \@all);
+my $limited = $qg->access(policy => 'limited', run_as => 'gov_reader', queries => \@all);
+my $wide = $qg->access(policy => 'wide', run_as => 'gov_reader', queries => \@all);
 $qg->sql(q{
 	SELECT querygate.grant_writes('limited', '{insert,update,delete}');
 	SELECT querygate.grant_writes('wide', '{insert,update,delete}');
@@ -116,14 +115,14 @@ for my $e (@escapes)
 {
 	my ($name, $sql, $table) = @$e;
 	$res = $qg->get("/q/$name?id=2", key => $limited);
-	expect_refusal($qg, $res, 403, 'table_not_allowed', $name, qr/\Q$table\E\b/);
+	$qg->expect_error($res, 403, 'table_not_allowed', $name, names => qr/\Q$table\E\b/);
 }
 for my $e (@write_escapes)
 {
 	my ($name, $sql, $table, $check) = @$e;
 	my $before = $qg->sql($check);
 	$res = $qg->get("/q/$name?id=2", key => $limited);
-	expect_refusal($qg, $res, 403, 'table_not_allowed', $name, qr/\Q$table\E\b/);
+	$qg->expect_error($res, 403, 'table_not_allowed', $name, names => qr/\Q$table\E\b/);
 	is($qg->sql($check), $before, "$name: nothing changed in the database ($check)");
 }
 is($qg->sql('SELECT abalance FROM accounts WHERE aid = 2'), '200', 'account 2 untouched by every refused write');
@@ -151,18 +150,18 @@ $qg->expect_rows($res, [ { id => 4, secret => 'secret-4' } ], 'a listed view ove
 $res = $qg->get('/q/sublink_view?id=4', key => $limited);
 $qg->expect_rows($res, [ { aid => 4 } ], 'a listed view in a sublink');
 $res = $qg->get('/q/join?id=4', key => $limited);
-expect_refusal($qg, $res, 403, 'table_not_allowed', 'its base table read directly is still refused',
-	qr/public\.secrets\b/);
+$qg->expect_error($res, 403, 'table_not_allowed', 'its base table read directly is still refused',
+	names => qr/public\.secrets\b/);
 $res = $qg->get('/q/view_over_listed_table?id=4', key => $limited);
-expect_refusal($qg, $res, 403, 'table_not_allowed', 'a view is judged as itself, not by its (listed) base table',
-	qr/public\.v_accounts\b/);
+$qg->expect_error($res, 403, 'table_not_allowed', 'a view is judged as itself, not by its (listed) base table',
+	names => qr/public\.v_accounts\b/);
 
 # --- a list changed after granting is enforced on the next call
 $res = $qg->get('/q/ok_join?id=6', key => $limited);
 $qg->expect_rows($res, [ { aid => 6, bname => 'south' } ], 'ok_join before the list changes');
 $qg->sql(q{SELECT querygate.allow_tables('limited', '{accounts}')});
 $res = $qg->get('/q/ok_join?id=6', key => $limited);
-expect_refusal($qg, $res, 403, 'table_not_allowed', 'ok_join once branches left the list', qr/public\.branches\b/);
+$qg->expect_error($res, 403, 'table_not_allowed', 'ok_join once branches left the list', names => qr/public\.branches\b/);
 $qg->sql(q{SELECT querygate.allow_tables('limited', '{branches,accounts}')});
 $res = $qg->get('/q/ok_join?id=6', key => $limited);
 $qg->expect_rows($res, [ { aid => 6, bname => 'south' } ], 'ok_join once branches is back');
@@ -205,6 +204,6 @@ is($qg->sql('SELECT count(*) FROM secrets WHERE id = 10'), '0', 'and it deleted 
 # An empty list allows nothing.
 $qg->sql(q{SELECT querygate.allow_tables('limited', '{}')});
 $res = $qg->get('/q/late_ok?id=2', key => $limited);
-expect_refusal($qg, $res, 403, 'table_not_allowed', 'an empty list', qr/public\.branches\b/);
+$qg->expect_error($res, 403, 'table_not_allowed', 'an empty list', names => qr/public\.branches\b/);
 
 done_testing();

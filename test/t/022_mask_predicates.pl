@@ -8,7 +8,6 @@ use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
-use GovernanceTest;
 
 my $qg = QuerygateTest->start(name => 'mask_predicates');
 $qg->sql(q{
@@ -76,12 +75,12 @@ $qg->sql(join('', map { 'SELECT querygate.save_query(' . sql_quote($_->[0]) . ',
 	  . q{SELECT querygate.save_query('by_id', 'SELECT id, ssn, salary FROM people WHERE id = :id');
 	      SELECT querygate.save_query('masked_out_filtered', 'SELECT id, ssn FROM people WHERE ssn = :s ORDER BY id');});
 my @names = ((map { $_->[0] } @cases), 'by_id', 'masked_out_filtered');
-my $pred = policy_key($qg, 'pred', run_as => 'gov_reader', queries => \@names, setup => q{
+my $pred = $qg->access(policy => 'pred', run_as => 'gov_reader', queries => \@names, setup => q{
 	SELECT querygate.mask('pred', 'people.ssn', 'hash');
 	SELECT querygate.mask('pred', 'people.salary', 'null');});
-my $clear = policy_key($qg, 'clear', run_as => 'gov_reader', queries => \@names);
+my $clear = $qg->access(policy => 'clear', run_as => 'gov_reader', queries => \@names);
 # A policy masking only a column none of the predicates use.
-my $other = policy_key($qg, 'other', run_as => 'gov_reader', queries => \@names,
+my $other = $qg->access(policy => 'other', run_as => 'gov_reader', queries => \@names,
 	setup => q{SELECT querygate.mask('other', 'people.name', 'hash');});
 
 is($qg->sql(q{SELECT mask_predicates FROM querygate.policies WHERE name = 'pred'}), 'refuse', 'the default is refuse');
@@ -96,10 +95,10 @@ for my $c (@cases)
 {
 	my ($name, $sql, $params, $column) = @$c;
 	$res = $qg->get("/q/$name$params", key => $pred);
-	expect_refusal($qg, $res, 403, 'mask_predicate', $name, $column);
+	$qg->expect_error($res, 403, 'mask_predicate', $name, names => $column);
 }
 $res = $qg->get('/q/masked_out_filtered?s=123-45-6789', key => $pred);
-expect_refusal($qg, $res, 403, 'mask_predicate', 'a masked column both filtered and returned', $ssn);
+$qg->expect_error($res, 403, 'mask_predicate', 'a masked column both filtered and returned', names => $ssn);
 
 # --- the same queries are fine for a policy that does not mask those columns
 for my $c (@cases)
@@ -140,7 +139,7 @@ for my $name (qw(where_eq order_by_limit window_partition cte_where))
 {
 	my ($c) = grep { $_->[0] eq $name } @cases;
 	$res = $qg->get("/q/$name$c->[2]", key => $pred);
-	expect_refusal($qg, $res, 403, 'mask_predicate', "$name (refuse again)", $c->[3]);
+	$qg->expect_error($res, 403, 'mask_predicate', "$name (refuse again)", names => $c->[3]);
 }
 
 # --- unmasking the column lifts the refusal
@@ -148,7 +147,7 @@ $qg->sql(q{SELECT querygate.unmask('pred', 'people.salary')});
 $res = $qg->get('/q/order_by_limit', key => $pred);
 $qg->expect_rows($res, [ { id => 3, name => 'Carol' } ], 'ORDER BY salary LIMIT 1 once salary is unmasked');
 $res = $qg->get('/q/where_eq?s=987-65-4321', key => $pred);
-expect_refusal($qg, $res, 403, 'mask_predicate', 'WHERE ssn: still refused (ssn still hashed)', $ssn);
+$qg->expect_error($res, 403, 'mask_predicate', 'WHERE ssn: still refused (ssn still hashed)', names => $ssn);
 
 is($qg->sql(q{SELECT querygate.explain('pred', 'distinct_on')->'refused'->>'code'}), 'mask_predicate',
 	'explain: DISTINCT ON a hashed column is refused');

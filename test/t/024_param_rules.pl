@@ -10,7 +10,6 @@ use utf8;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
-use GovernanceTest;
 
 my $jwt_secret = 'param-rules-test-secret-0123456789abcdef';
 my $qg = QuerygateTest->start(name => 'param_rules', conf => "querygate.jwt_secret = '$jwt_secret'\n");
@@ -51,7 +50,7 @@ for my $name (sort keys %rules)
 	$qg->sql('SELECT querygate.save_query(' . sql_quote($name) . ', ' . sql_quote($sql)
 		  . ', params => ' . sql_quote(json_encode($params)) . ')');
 }
-my $key = policy_key($qg, 'reader', run_as => 'gov_reader', queries => [ sort keys %rules ]);
+my $key = $qg->access(policy => 'reader', run_as => 'gov_reader', queries => [ sort keys %rules ]);
 my $now = time();
 sub token { return jwt_hs256({ exp => $now + 3600, policy => 'reader', %{ $_[0] } }, $jwt_secret); }
 

@@ -6,7 +6,6 @@ use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
-use GovernanceTest;
 
 my $qg = QuerygateTest->start(name => 'ip_allow_list');
 $qg->sql(q{
@@ -16,14 +15,14 @@ $qg->sql(q{
 	GRANT SELECT ON accounts TO gov_reader;
 	SELECT querygate.save_query('account', 'SELECT aid, abalance FROM accounts WHERE aid = :aid');
 });
-policy_key($qg, 'reader', run_as => 'gov_reader', queries => ['account'], key => undef);
+$qg->access(policy => 'reader', run_as => 'gov_reader', queries => ['account'], key => undef);
 my %key = (
-	local => key_for($qg, 'reader', key => 'local', key_args => q{allowed_ips => '{127.0.0.1/32}'}),
-	loopback8 => key_for($qg, 'reader', key => 'loopback8', key_args => q{allowed_ips => '{10.0.0.0/8,127.0.0.0/8}'}),
-	ten => key_for($qg, 'reader', key => 'ten', key_args => q{allowed_ips => '{10.0.0.0/8}'}),
-	v6 => key_for($qg, 'reader', key => 'v6', key_args => q{allowed_ips => '{::1/128}'}),
-	host => key_for($qg, 'reader', key => 'host', key_args => q{allowed_ips => '{10.1.2.3/32}'}),
-	any => key_for($qg, 'reader', key => 'any'),
+	local => $qg->access(policy => 'reader', key => 'local', key_args => q{allowed_ips => '{127.0.0.1/32}'}),
+	loopback8 => $qg->access(policy => 'reader', key => 'loopback8', key_args => q{allowed_ips => '{10.0.0.0/8,127.0.0.0/8}'}),
+	ten => $qg->access(policy => 'reader', key => 'ten', key_args => q{allowed_ips => '{10.0.0.0/8}'}),
+	v6 => $qg->access(policy => 'reader', key => 'v6', key_args => q{allowed_ips => '{::1/128}'}),
+	host => $qg->access(policy => 'reader', key => 'host', key_args => q{allowed_ips => '{10.1.2.3/32}'}),
+	any => $qg->access(policy => 'reader', key => 'any'),
 );
 is($qg->sql(q{SELECT allowed_ips::text FROM querygate.keys WHERE name = 'ten'}), '{10.0.0.0/8}', 'the keys view shows allowed_ips');
 

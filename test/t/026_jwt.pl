@@ -9,7 +9,6 @@ use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
-use GovernanceTest;
 
 my $secret = 'jwt-test-hs256-secret-0123456789abcdef';
 my $qg = QuerygateTest->start(name => 'jwt', conf => "querygate.jwt_secret = '$secret'\n");
@@ -24,8 +23,8 @@ $qg->sql(q{
 	SELECT querygate.save_query('account', 'SELECT aid, abalance FROM accounts WHERE aid = :aid');
 	SELECT querygate.save_query('other_only', 'SELECT 42 AS answer');
 });
-my $key = policy_key($qg, 'jwt_reader', run_as => 'gov_reader', queries => [qw(whoami claims account)]);
-policy_key($qg, 'jwt_other', run_as => 'gov_other', queries => [qw(whoami claims other_only)], key => undef);
+my $key = $qg->access(policy => 'jwt_reader', run_as => 'gov_reader', queries => [qw(whoami claims account)]);
+$qg->access(policy => 'jwt_other', run_as => 'gov_other', queries => [qw(whoami claims other_only)], key => undef);
 
 # --- keys and the JWKS
 my $dir = PostgreSQL::Test::Utils::tempdir();

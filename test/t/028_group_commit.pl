@@ -10,7 +10,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 use QuerygateTest;
-use GovernanceTest;
 
 my $qg = QuerygateTest->start(name => 'group_commit', workers => 1,
 	conf => "querygate.allow_writes = on\nquerygate.group_commit = on\nwal_writer_delay = '10s'\n"
@@ -25,7 +24,7 @@ $qg->sql(q{
 	SELECT querygate.save_query('count', 'SELECT n FROM counters WHERE id = :id');
 	SELECT querygate.save_query('sleep', 'SELECT pg_sleep(:s::float8)::text AS slept');
 });
-my $key = policy_key($qg, 'writer', run_as => 'gc_writer', queries => [qw(bump count sleep)],
+my $key = $qg->access(policy => 'writer', run_as => 'gc_writer', queries => [qw(bump count sleep)],
 	setup => q{SELECT querygate.grant_writes('writer', '{update}');});
 is($qg->sql('SHOW querygate.group_commit'), 'on', 'group commit is on');
 

@@ -7,7 +7,6 @@ use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
-use GovernanceTest;
 
 my $qg = QuerygateTest->start(name => 'group_commit_workers', workers => 2,
 	conf => "querygate.allow_writes = on\nquerygate.group_commit = on\n"
@@ -21,7 +20,7 @@ $qg->sql(q{
 	SELECT querygate.save_query('count',
 		'SELECT n, pg_backend_pid() AS pid FROM counters WHERE id = 1');
 });
-my $key = policy_key($qg, 'writer', run_as => 'gcw_writer', queries => [qw(bump count)],
+my $key = $qg->access(policy => 'writer', run_as => 'gcw_writer', queries => [qw(bump count)],
 	setup => q{SELECT querygate.grant_writes('writer', '{update}');});
 
 sub send_request

@@ -10,7 +10,6 @@ use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
-use GovernanceTest;
 
 my $qg = QuerygateTest->start(name => 'policy_roles');
 $qg->sql(q{
@@ -24,7 +23,7 @@ $qg->sql(q{
 	SELECT querygate.save_query('who', 'SELECT current_user::text AS u, count(*)::int AS n FROM pr_items');
 	SELECT querygate.save_query('fn', 'SELECT pr_who() AS u');
 });
-my $key = policy_key($qg, 'app', run_as => 'pr_app', queries => [qw(who fn)]);
+my $key = $qg->access(policy => 'app', run_as => 'pr_app', queries => [qw(who fn)]);
 my $who = [ { u => 'pr_app', n => 1 } ];
 sub call { return $qg->get("/q/$_[0]", key => $key); }
 

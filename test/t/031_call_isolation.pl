@@ -11,7 +11,6 @@ use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
-use GovernanceTest;
 
 my $qg = QuerygateTest->start(name => 'call_isolation', workers => 1,
 	conf => "querygate.allow_writes = on\n");
@@ -81,9 +80,9 @@ my %q = (
 	other_items => q{SELECT v FROM ci_items ORDER BY id LIMIT 1},
 );
 $qg->sql(join('', map { 'SELECT querygate.save_query(' . sql_quote($_) . ', ' . sql_quote($q{$_}) . ");\n" } sort keys %q));
-my $app = policy_key($qg, 'app', run_as => 'ci_app', queries => [ grep { $_ ne 'probe' } sort keys %q ],
+my $app = $qg->access(policy => 'app', run_as => 'ci_app', queries => [ grep { $_ ne 'probe' } sort keys %q ],
 	setup => q{SELECT querygate.grant_writes('app', '{insert}');});
-my $probe_key = policy_key($qg, 'probe', run_as => 'ci_probe', queries => [ 'probe', 'other_items' ]);
+my $probe_key = $qg->access(policy => 'probe', run_as => 'ci_probe', queries => [ 'probe', 'other_items' ]);
 
 sub call { my ($name, $args) = @_; return $qg->get("/q/$name" . ($args // ''), key => $app); }
 sub probe

@@ -11,7 +11,6 @@ use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
-use GovernanceTest;
 
 my $qg = QuerygateTest->start(name => 'reads_beyond_lineage');
 $qg->sql(q{
@@ -42,13 +41,13 @@ $qg->sql(join('', map { 'SELECT querygate.save_query(' . sql_quote($_) . ', ' . 
 my @reads = qw(via_xml via_table_xml via_ts_rewrite via_sql_fn via_plpgsql_fn);
 
 # Granted first, then the allow-list is set: the worker's decision is what is tested here.
-my $listed = policy_key($qg, 'listed', run_as => 'rb_reader', queries => [ @reads, 'plain' ],
+my $listed = $qg->access(policy => 'listed', run_as => 'rb_reader', queries => [ @reads, 'plain' ],
 	setup => q{SELECT querygate.allow_tables('listed', ARRAY['rb_public']::regclass[]);});
-my $listed_masked = policy_key($qg, 'listed_masked', run_as => 'rb_reader', queries => [ @reads, 'plain' ],
+my $listed_masked = $qg->access(policy => 'listed_masked', run_as => 'rb_reader', queries => [ @reads, 'plain' ],
 	setup => q{SELECT querygate.allow_tables('listed_masked', ARRAY['rb_public']::regclass[]);
 	            SELECT querygate.mask('listed_masked', 'rb_public.id', 'hash');});
-my $open = policy_key($qg, 'open', run_as => 'rb_reader', queries => [ @reads, 'histogram', 'mcv' ]);
-my $masked = policy_key($qg, 'masked', run_as => 'rb_reader', queries => [ 'histogram', 'mcv', 'plain' ],
+my $open = $qg->access(policy => 'open', run_as => 'rb_reader', queries => [ @reads, 'histogram', 'mcv' ]);
+my $masked = $qg->access(policy => 'masked', run_as => 'rb_reader', queries => [ 'histogram', 'mcv', 'plain' ],
 	setup => q{SELECT querygate.mask('masked', 'rb_accounts.balance', 'hash');
 	            SELECT querygate.mask('masked', 'rb_accounts.tier', 'hash');});
 
@@ -62,7 +61,7 @@ for my $name (@reads)
 	for my $p ([ listed => $listed ], [ listed_masked => $listed_masked ])
 	{
 		$res = $qg->get("/q/$name", key => $p->[1]);
-		expect_refusal($qg, $res, 403, 'table_not_allowed', "$name under policy $p->[0]", qr/can read any table/);
+		$qg->expect_error($res, 403, 'table_not_allowed', "$name under policy $p->[0]", names => qr/can read any table/);
 		unlike($res->{content} // '', qr/the-secret/, "$name under policy $p->[0]: the secret is not in the answer");
 	}
 }
@@ -81,8 +80,8 @@ for my $name (qw(histogram mcv))
 	is($res->{status}, 200, "$name without masks: 200") or diag(QuerygateTest::describe($res));
 	like($res->{content}, qr/10\d\d/, "$name without masks holds the values in clear");
 	$res = $qg->get("/q/$name", key => $masked);
-	expect_refusal($qg, $res, 403, 'mask_unresolvable', "$name under a policy that masks the columns",
-		qr/pg_statistic/);
+	$qg->expect_error($res, 403, 'mask_unresolvable', "$name under a policy that masks the columns",
+		names => qr/pg_statistic/);
 	# The request id is random hex, which can hold four digits too: it is left out.
 	unlike(body_without_request_id($res), qr/10\d\d/, "$name under the masking policy: no value in the answer");
 }

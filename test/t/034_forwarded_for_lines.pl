@@ -7,7 +7,6 @@ use warnings;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
-use GovernanceTest;
 
 my $qg = QuerygateTest->start(name => 'forwarded_for_lines',
 	conf => "querygate.trusted_proxies = '127.0.0.1'\n");
@@ -19,10 +18,10 @@ $qg->sql(q{
 	SELECT querygate.save_query('xff_account',
 		'SELECT aid, abalance FROM xff_accounts WHERE aid = :aid');
 });
-policy_key($qg, 'xff', run_as => 'xff_reader', queries => ['xff_account'], key => undef);
+$qg->access(policy => 'xff', run_as => 'xff_reader', queries => ['xff_account'], key => undef);
 my %key = (
-	host => key_for($qg, 'xff', key => 'xff_host', key_args => q{allowed_ips => '{10.1.2.3/32}'}),
-	local => key_for($qg, 'xff', key => 'xff_local', key_args => q{allowed_ips => '{127.0.0.1/32}'}),
+	host => $qg->access(policy => 'xff', key => 'xff_host', key_args => q{allowed_ips => '{10.1.2.3/32}'}),
+	local => $qg->access(policy => 'xff', key => 'xff_local', key_args => q{allowed_ips => '{127.0.0.1/32}'}),
 );
 
 my $ok_body = '[{"aid":1,"abalance":10}]';
