@@ -3,6 +3,8 @@
 
 #include "http/json_text.hpp"
 
+#include <algorithm>
+
 namespace json_body {
 
 namespace {
@@ -11,7 +13,7 @@ constexpr int max_depth = 64;
 
 class Parser {
   public:
-    explicit Parser(std::string_view in) : in_(in) {}
+    Parser(std::string_view in, Duplicates duplicates) : in_(in), duplicates_(duplicates) {}
 
     bool document(Value &out)
     {
@@ -27,6 +29,30 @@ class Parser {
     std::string error;
 
   private:
+    // Duplicate names, found once the object is read: sorting costs n log n whatever the names are
+    // (comparing each name with every earlier one cost n squared: a 1 MB body of distinct names
+    // kept a worker busy for seconds, before any key was checked). Reported at the first name that
+    // repeats an earlier one, as a reader going left to right would find it.
+    bool unique_names(const Value &object, const std::vector<size_t> &name_at)
+    {
+        const auto &m = object.members;
+        std::vector<size_t> order(m.size());
+        for (size_t i = 0; i < order.size(); i++)
+            order[i] = i;
+        std::sort(order.begin(), order.end(), [&m](size_t a, size_t b) {
+            const int c = m[a].first.compare(m[b].first);
+            return c != 0 ? c < 0 : a < b;
+        });
+        size_t duplicate = m.size();
+        for (size_t i = 1; i < order.size(); i++)
+            if (m[order[i]].first == m[order[i - 1]].first)
+                duplicate = std::min(duplicate, order[i]);
+        if (duplicate == m.size())
+            return true;
+        pos_ = name_at[duplicate];
+        return fail("duplicate member name");
+    }
+
     bool fail(const char *why)
     {
         if (error.empty())
@@ -98,16 +124,15 @@ class Parser {
             pos_++;
             return true;
         }
+        std::vector<size_t> name_at; // where each member's name starts
         for (;;) {
             skip_space();
             if (pos_ >= in_.size() || in_[pos_] != '"')
                 return fail("expected a member name");
             std::string name;
+            name_at.push_back(pos_);
             if (!string(name))
                 return false;
-            for (const auto &m : out.members)
-                if (m.first == name)
-                    return fail("duplicate member name");
             skip_space();
             if (pos_ >= in_.size() || in_[pos_] != ':')
                 return fail("expected ':'");
@@ -124,7 +149,7 @@ class Parser {
             }
             if (pos_ < in_.size() && in_[pos_] == '}') {
                 pos_++;
-                return true;
+                return duplicates_ == Duplicates::keep || unique_names(out, name_at);
             }
             return fail("expected ',' or '}'");
         }
@@ -302,14 +327,16 @@ class Parser {
     }
 
     std::string_view in_;
+    Duplicates duplicates_;
     size_t pos_ = 0;
 };
 
 } // namespace
 
-bool parse(std::string_view input, Value &out, std::string &error)
+bool parse(std::string_view input, Value &out, std::string &error, Duplicates duplicates)
 {
-    Parser p(input);
+    out = Value(); // nothing of an earlier parse survives into this one
+    Parser p(input, duplicates);
     if (!p.document(out)) {
         error = p.error;
         return false;

@@ -95,12 +95,27 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &page_g
         return ApiError();
     json_body::Value root;
     std::string error;
-    if (!json_body::parse(body, root, error))
+    // Repeated names are kept: a repeated parameter is reported as the query string's is
+    // (param_invalid, naming it); a repeated field below; inside a json or jsonb value, the
+    // type's input function decides, as for any other client of PostgreSQL.
+    if (!json_body::parse(body, root, error, json_body::Duplicates::keep))
         return api_errors::make(error_code::invalid_body, "the body is not valid JSON: " + error);
     if (root.kind != json_body::Value::Kind::object)
         return api_errors::make(error_code::invalid_body, "the body must be a JSON object");
     using Kind = json_body::Value::Kind;
+    bool seen[3] = {false, false, false}; // params, page, page_size
     for (const auto &[field, value] : root.members) {
+        const int known = field == "params"      ? 0
+                          : field == "page"      ? 1
+                          : field == "page_size" ? 2
+                                                 : -1;
+        if (known >= 0 && seen[known]) {
+            ApiError e = api_errors::make(error_code::invalid_body, "a field is given twice");
+            e.errors.emplace_back(field, "is given more than once");
+            return e;
+        }
+        if (known >= 0)
+            seen[known] = true;
         if (field == "params") {
             if (value.kind != Kind::object)
                 return api_errors::make(error_code::invalid_body,

@@ -43,10 +43,18 @@ bool scalar_text(json_t *v, std::string &out)
     case JSON_INTEGER:
         out = std::to_string(static_cast<long long>(json_integer_value(v)));
         return true;
-    case JSON_REAL:
-        std::snprintf(buf, sizeof(buf), "%.17g", json_real_value(v));
+    case JSON_REAL: {
+        // The shortest text that reads back as the same double: 0.1 stays "0.1" (%.17g wrote
+        // "0.10000000000000001", which no caller would send, and bound it as a default).
+        const double d = json_real_value(v);
+        for (int precision = 1; precision <= 17; precision++) {
+            std::snprintf(buf, sizeof(buf), "%.*g", precision, d);
+            if (std::strtod(buf, nullptr) == d)
+                break;
+        }
         out = buf;
         return true;
+    }
     case JSON_TRUE:
         out = "true";
         return true;
@@ -58,9 +66,41 @@ bool scalar_text(json_t *v, std::string &out)
     }
 }
 
+// JSON's number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (strtod alone also takes
+// hexadecimal, leading spaces, "inf" and "nan").
+bool is_json_number(const std::string &s)
+{
+    size_t i = 0;
+    auto digits = [&] {
+        size_t start = i;
+        while (i < s.size() && s[i] >= '0' && s[i] <= '9')
+            i++;
+        return i > start;
+    };
+    if (i < s.size() && s[i] == '-')
+        i++;
+    if (i < s.size() && s[i] == '0')
+        i++;
+    else if (!digits())
+        return false;
+    if (i < s.size() && s[i] == '.') {
+        i++;
+        if (!digits())
+            return false;
+    }
+    if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < s.size() && (s[i] == '+' || s[i] == '-'))
+            i++;
+        if (!digits())
+            return false;
+    }
+    return i == s.size();
+}
+
 bool parse_number(const std::string &s, double &out)
 {
-    if (s.empty())
+    if (!is_json_number(s))
         return false;
     char *end = nullptr;
     out = std::strtod(s.c_str(), &end);
@@ -220,8 +260,11 @@ std::string check(const Rule &rule, const std::string &value)
     }
     if (!rule.enum_values.empty()) {
         bool found = false;
+        double e_number = 0;
         for (const std::string &e : rule.enum_values)
-            found = found || e == value;
+            // A number matches by value: 1.0 is the enum's 1, and 1e1 its 10.
+            found = found || e == value ||
+                    (rule.type == Type::number && parse_number(e, e_number) && e_number == number);
         if (!found) {
             std::string list;
             for (const std::string &e : rule.enum_values)

@@ -450,6 +450,45 @@ void differential()
 
 } // namespace
 
+// A body as large as querygate.max_body_size's default, of distinct names, with and without one
+// repeated name at its end: the duplicate check looks at each name a bounded number of times (it
+// compared each with every earlier one, and this body took 19 s of a worker's CPU).
+void many_names()
+{
+    std::string body = "{\"params\":{";
+    int n = 0;
+    while (body.size() < 1000 * 1000) {
+        if (n > 0)
+            body += ",";
+        body += "\"p" + std::to_string(n++) + "\":0";
+    }
+    Parsed p = parse(body + "}}");
+    ok(p.ok && p.value.members.size() == 1 &&
+           p.value.members[0].second.members.size() == static_cast<size_t>(n),
+       "a 1 MB object of " + std::to_string(n) + " distinct names", p.error);
+    const std::string repeated = body + ",\"p17\":1}}";
+    p = parse(repeated);
+    is(p.error, "duplicate member name at byte " + std::to_string(body.size() + 1),
+       "a name repeated at the end of it, reported where it repeats");
+    p = parse("{\"b\":1,\"a\":2,\"b\":3,\"a\":4}");
+    is(p.error, std::string("duplicate member name at byte 13"),
+       "of two repeated names, the first to repeat is reported");
+}
+
+// parse() starts from an empty value whatever it is given.
+void reuse()
+{
+    Value v;
+    std::string error;
+    json_body::parse("{\"a\":1}", v, error);
+    ok(json_body::parse("{\"a\":2}", v, error) && v.members.size() == 1 &&
+           v.members[0].second.text == "2",
+       "a value parsed into twice holds the second document only", error);
+    json_body::parse("\"text\"", v, error);
+    ok(json_body::parse("null", v, error) && v.kind == Kind::null && v.text.empty(),
+       "null parsed over a string leaves no text behind", error);
+}
+
 int main()
 {
     scalars();
@@ -460,5 +499,7 @@ int main()
     nesting();
     errors();
     differential();
+    many_names();
+    reuse();
     return tap::done();
 }
