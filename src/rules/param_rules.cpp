@@ -46,11 +46,16 @@ bool scalar_text(json_t *v, std::string &out)
     case JSON_REAL: {
         // The shortest text that reads back as the same double: 0.1 stays "0.1" (%.17g wrote
         // "0.10000000000000001", which no caller would send, and bound it as a default).
+        // A whole number short enough to be exact is written without exponent (2.5e3 is "2500").
         const double d = json_real_value(v);
-        for (int precision = 1; precision <= 17; precision++) {
-            std::snprintf(buf, sizeof(buf), "%.*g", precision, d);
-            if (std::strtod(buf, nullptr) == d)
-                break;
+        if (d == std::floor(d) && std::fabs(d) < 1e15) {
+            std::snprintf(buf, sizeof(buf), "%.0f", d);
+        } else {
+            for (int precision = 1; precision <= 17; precision++) {
+                std::snprintf(buf, sizeof(buf), "%.*g", precision, d);
+                if (std::strtod(buf, nullptr) == d)
+                    break;
+            }
         }
         out = buf;
         return true;

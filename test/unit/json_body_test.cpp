@@ -475,6 +475,18 @@ void many_names()
        "of two repeated names, the first to repeat is reported");
 }
 
+// A caller that reports repeated names itself keeps them all, in order, at every level.
+void kept_duplicates()
+{
+    Value v;
+    std::string error;
+    ok(json_body::parse("{\"a\":1,\"a\":2,\"b\":{\"c\":1,\"c\":2}}", v, error,
+                        json_body::Duplicates::keep) &&
+           v.members.size() == 3 && v.members[0].second.text == "1" &&
+           v.members[1].second.text == "2" && v.members[2].second.members.size() == 2,
+       "kept duplicates: every member, in order", error);
+}
+
 // parse() starts from an empty value whatever it is given.
 void reuse()
 {
@@ -500,6 +512,7 @@ int main()
     errors();
     differential();
     many_names();
+    kept_duplicates();
     reuse();
     return tap::done();
 }

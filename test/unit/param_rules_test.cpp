@@ -183,6 +183,28 @@ void enums()
             "an object in an enum");
 }
 
+// Real numbers in rules are kept as the shortest text that reads back as the same double, and a
+// number parameter matches an enum value by value.
+void real_numbers()
+{
+    Rule r = one("{\"type\":\"number\",\"enum\":[0.1,1.0,2.5e3]}");
+    std::vector<std::string> expected = {"0.1", "1", "2500"};
+    ok(r.enum_values == expected, "reals kept as their shortest text",
+       r.enum_values.size() == 3 ? r.enum_values[0] : "");
+    is(param_rules::check(r, "0.1"), std::string(), "0.1 is the enum's 0.1");
+    is(param_rules::check(r, "1.0"), std::string(), "1.0 is the enum's 1");
+    is(param_rules::check(r, "2.5e3"), std::string(), "2.5e3 is the enum's 2500");
+    is(param_rules::check(r, "0.2"), std::string("must be one of: 0.1, 1, 2500"), "0.2 is not");
+    Rule d = one("{\"type\":\"number\",\"default\":0.1}");
+    is(d.default_text, std::string("0.1"), "a real default is bound as written");
+    Rule n = one("{\"type\":\"number\"}");
+    for (const char *bad : {"0x1A", " 1", "1 ", "inf", "nan", "1e999", "+1", ".5", "01", "1.", ""})
+        is(param_rules::check(n, bad), std::string("must be a number"),
+           std::string("a number in JSON's grammar only: ") + tap::show(std::string(bad)));
+    for (const char *good : {"0", "-0", "1.5", "-2e-3", "1E10"})
+        is(param_rules::check(n, good), std::string(), std::string("a number: ") + good);
+}
+
 void bounds()
 {
     Rule r = one("{\"type\":\"integer\",\"min\":1,\"max\":10}");
@@ -357,6 +379,7 @@ int main()
     types();
     required_and_defaults();
     enums();
+    real_numbers();
     bounds();
     text_rules();
     checks();
