@@ -22,7 +22,7 @@ OBJS = $(SRCS:.cpp=.o)
 PLAIN_OBJS = $(filter $(addprefix src/,$(addsuffix /%,$(PLAIN_DIRS))),$(OBJS))
 HEADERS = $(wildcard src/*/*.hpp)
 
-PG_CPPFLAGS = -DQUERYGATE_VERSION='"$(EXTVERSION)"' -Isrc
+PG_CPPFLAGS = -DQUERYGATE_VERSION=$(EXTVERSION) -Isrc
 # Warnings are errors in `make test` and CI (WERROR=1); a plain `make` warns and still builds, so a
 # newer compiler's new warnings never keep a user from building a release.
 WERROR ?=
@@ -42,7 +42,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # The plain folders see only our own headers and the system's.
-PLAIN_CPPFLAGS = -Isrc -D_GNU_SOURCE -DQUERYGATE_PLAIN_CXX -DQUERYGATE_VERSION='"$(EXTVERSION)"'
+PLAIN_CPPFLAGS = -Isrc -D_GNU_SOURCE -DQUERYGATE_PLAIN_CXX -DQUERYGATE_VERSION=$(EXTVERSION)
 $(PLAIN_OBJS): override CPPFLAGS = $(PLAIN_CPPFLAGS)
 
 $(EXTENSION).control: extension/$(EXTENSION).control.in Makefile

@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include <climits>
 #include <cstring>
 
 namespace secrets {
@@ -55,6 +56,8 @@ bool new_key(char *out)
 
 bool random_bytes(unsigned char *out, std::size_t n)
 {
+    if (n > static_cast<std::size_t>(INT_MAX)) // OpenSSL counts in int
+        return false;
     return RAND_bytes(out, static_cast<int>(n)) == 1;
 }
 
@@ -66,6 +69,14 @@ void sha256(const void *data, std::size_t len, unsigned char out[sha256_length])
 void hmac_sha256(const void *key, std::size_t key_len, const void *data, std::size_t len,
                  unsigned char out[sha256_length])
 {
+    // A key longer than SHA-256's block is replaced by its hash (RFC 2104, as HMAC itself does),
+    // here rather than by OpenSSL: its int length would wrap for a key of 2^31 bytes or more.
+    unsigned char hashed[sha256_length];
+    if (key_len > 64) {
+        sha256(key, key_len, hashed);
+        key = hashed;
+        key_len = sha256_length;
+    }
     unsigned int out_len = sha256_length;
     HMAC(EVP_sha256(), key, static_cast<int>(key_len), static_cast<const unsigned char *>(data),
          len, out, &out_len);

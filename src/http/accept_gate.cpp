@@ -32,6 +32,7 @@ long AcceptGate::ms_until_watching(Clock::time_point now) const
 {
     if (now >= resume_at_)
         return 0;
-    auto left = std::chrono::duration_cast<std::chrono::microseconds>(resume_at_ - now).count();
-    return static_cast<long>((left + 999) / 1000);
+    // Rounded up from nanoseconds: a wait rounded down could end just before watching resumes.
+    auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(resume_at_ - now).count();
+    return static_cast<long>((left + 999999) / 1000000);
 }

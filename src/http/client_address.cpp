@@ -22,6 +22,9 @@ std::string_view trim(std::string_view s)
 // Parses an address; an IPv4-mapped IPv6 address becomes IPv4.
 bool parse_address(std::string_view text, int &family, unsigned char *addr)
 {
+    // inet_pton reads a C string: a NUL would end the address early and hide what follows.
+    if (text.find('\0') != std::string_view::npos)
+        return false;
     std::string t(trim(text));
     if (t.size() > 2 && t.front() == '[' && t.back() == ']')
         t = t.substr(1, t.size() - 2);

@@ -5,6 +5,7 @@
 #include "http/json_body.hpp"
 #include "http/json_text.hpp"
 #include "common/settings.hpp"
+#include "common/version.hpp"
 
 #include <openssl/rand.h>
 
@@ -279,7 +280,7 @@ void RequestHandler::handle(const HttpRequest &request, HttpResponse &response)
 void RequestHandler::handle_health(HttpResponse &response)
 {
     response.status = 200;
-    response.body = "{\"status\":\"ok\",\"version\":\"" QUERYGATE_VERSION "\"}";
+    response.body = "{\"status\":\"ok\",\"version\":\"" QUERYGATE_VERSION_TEXT "\"}";
 }
 
 void RequestHandler::handle_query(const HttpRequest &request, const std::string &name,
