@@ -286,6 +286,23 @@ void resolving()
        "resolve: everything trusted, the walk reaches the junk and fails closed");
 }
 
+// A NUL byte inside an address is not the end of it: inet_pton would stop there and take what
+// came before.
+void nul_bytes()
+{
+    using namespace std::string_literals;
+    client_address::Cidr c;
+    ok(!client_address::parse_cidr("10.0.0.0\0garbage/8"s, c),
+       "a CIDR with a NUL in it is refused");
+    ok(client_address::parse_cidr("10.0.0.0/8", c), "the same CIDR without it parses");
+    ok(!client_address::contains(c, "10.0.0.1\0junk"s),
+       "an address with a NUL in it is in no CIDR");
+    const std::string xff = "198.51.100.1\0<script>"s;
+    std::string bad;
+    is(client_address::resolve("10.0.0.2", &xff, client_address::parse_list("10.0.0.0/8", bad)),
+       std::string(), "a forwarded address with a NUL in it leaves the client unknown");
+}
+
 } // namespace
 
 int main()
@@ -294,5 +311,6 @@ int main()
     contains();
     lists();
     resolving();
+    nul_bytes();
     return tap::done();
 }
