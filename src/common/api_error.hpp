@@ -22,7 +22,9 @@ inline constexpr ErrorCode invalid_format{400, "invalid_format"};
 inline constexpr ErrorCode not_found{404, "not_found"};
 inline constexpr ErrorCode method_not_allowed{405, "method_not_allowed"};
 inline constexpr ErrorCode payload_too_large{413, "payload_too_large"};
-// A request libmicrohttpd refused before it reached us; the status is the one it chose.
+inline constexpr ErrorCode header_too_large{431, "header_too_large"};
+// A request libmicrohttpd refused before it reached us (malformed, an HTTP version it does not
+// speak); the status is the one it chose.
 inline constexpr const char *invalid_request = "invalid_request";
 
 // Who is calling and what they may call.

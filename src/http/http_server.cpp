@@ -6,6 +6,7 @@
 //   the worker only watches that fd for readability.
 #include "http/http_server.hpp"
 #include "common/api_error.hpp"
+#include "http/own_answers.hpp"
 
 #include <microhttpd.h>
 
@@ -100,9 +101,9 @@ MHD_Result send(MHD_Connection *conn, const HttpResponse &resp)
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp.content_type.c_str());
     for (const auto &h : resp.headers)
         MHD_add_response_header(r, h.first.c_str(), h.second.c_str());
-    MHD_Result rc = MHD_queue_response(conn, static_cast<unsigned int>(resp.status), r);
+    const bool queued = own_answers::queue_ours(conn, static_cast<unsigned int>(resp.status), r);
     MHD_destroy_response(r);
-    return rc;
+    return queued ? MHD_YES : MHD_NO;
 }
 
 } // namespace
@@ -194,6 +195,11 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger l
     : listen_fd_(listen_fd), handler_(std::move(handler)), refusal_(std::move(refusal)),
       logger_(logger)
 {
+    // Requests libmicrohttpd refuses by itself get the refusal's JSON too (own_answers.hpp).
+    own_answers::set_maker([this](int status, HttpResponse &resp) {
+        answered_++;
+        refusal_(HttpRequest(), status, resp);
+    });
     unsigned int flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
                          MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME;
     daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &Callbacks::access, this,

@@ -242,12 +242,22 @@ std::string RequestHandler::client_ip(const HttpRequest &request)
 void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse &response)
 {
     std::string id = request_id(request);
-    ApiError e =
-        status == 413
-            ? api_errors::make(error_code::payload_too_large,
-                               "the request body is larger than " +
-                                   std::to_string(settings::max_body_size) + " bytes")
-            : api_errors::make(ErrorCode{status, error_code::invalid_request}, "request refused");
+    ApiError e;
+    if (status == 413)
+        e = api_errors::make(error_code::payload_too_large,
+                             "the request body is larger than " +
+                                 std::to_string(settings::max_body_size) + " bytes");
+    else if (status == 431)
+        e = api_errors::make(error_code::header_too_large, "the request's header is too large");
+    else if (status == 505)
+        e = api_errors::make(ErrorCode{status, error_code::invalid_request},
+                             "the HTTP version is not supported (use HTTP/1.1)");
+    else if (status >= 500)
+        e = api_errors::make(ErrorCode{status, error_code::internal_error.code},
+                             "the request could not be processed");
+    else
+        e = api_errors::make(ErrorCode{status, error_code::invalid_request},
+                             "the request is not well-formed HTTP");
     write_error(response, e, id);
     response.add_header("X-Request-Id", id);
 }

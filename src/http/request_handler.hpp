@@ -14,7 +14,8 @@ class RequestHandler {
     explicit RequestHandler(QueryRunner &runner);
 
     void handle(const HttpRequest &request, HttpResponse &response);
-    // A request refused before it was read whole (413): the same JSON error shape.
+    // A request refused before it was read whole (413), or by libmicrohttpd itself (431, 400,
+    // 505 ...: own_answers.hpp): the same JSON error shape.
     void refuse(const HttpRequest &request, int status, HttpResponse &response);
 
   private:
