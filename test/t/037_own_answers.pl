@@ -1,6 +1,6 @@
 # Requests libmicrohttpd refuses by itself, before any callback of querygate runs (a header larger
-# than a connection's memory, a malformed request line or header, no Host in HTTP/1.1, an HTTP
-# version it does not speak), get the same JSON error as every other refusal, with a stable code
+# than a connection's memory, a malformed header or chunked body, an HTTP version it does not
+# speak), get the same JSON error as every other refusal, with a stable code
 # and a request id, never libmicrohttpd's HTML page (src/http/own_answers.hpp). Each is sent on a
 # raw socket; the one answer must be well-formed HTTP with a JSON body, and the server goes on.
 use strict;
@@ -17,7 +17,7 @@ my @cases = (
 	[ 'a header larger than a connection may hold', "GET /health HTTP/1.1\r\nHost: x\r\nX-Long: " . ('a' x 100_000) . "\r\n\r\n", 431, 'header_too_large' ],
 	[ 'many headers', "GET /health HTTP/1.1\r\nHost: x\r\n" . join('', map { "X-H$_: " . ('b' x 100) . "\r\n" } 1 .. 1000) . "\r\n", 431, 'header_too_large' ],
 	[ 'a header line without a colon', "GET /health HTTP/1.1\r\nHost: x\r\nNoColonHere\r\n\r\n", 400, 'invalid_request' ],
-	[ 'HTTP/1.1 without Host', "GET /health HTTP/1.1\r\n\r\n", 400, 'invalid_request' ],
+	[ 'a chunked body with a malformed chunk size', "POST /q/x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\nxx\r\n0\r\n\r\n", 400, 'invalid_request' ],
 	[ 'an HTTP version it does not speak', "GET /health HTTP/2.0\r\nHost: x\r\n\r\n", 505, 'invalid_request' ],
 );
 
