@@ -15,7 +15,9 @@ extern "C" {
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "storage/procsignal.h"
 #include "storage/shmem.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 }
@@ -172,6 +174,13 @@ void querygate_wal_flusher_main(Datum)
         ResetLatch(MyLatch);
         if (ShutdownRequestPending)
             break;
+        // What PostgreSQL's own auxiliary processes answer between their waits (the WAL writer's
+        // HandleWalWriterInterrupts): a process that never absorbs a ProcSignalBarrier keeps every
+        // DROP DATABASE and DROP TABLESPACE of the cluster waiting for it, forever.
+        if (ProcSignalBarrierPending)
+            ProcessProcSignalBarrier();
+        if (LogMemoryContextPending)
+            ProcessLogMemoryContextInterrupt();
         // Syncs back to back while workers publish commits; each covers all published before it.
         const XLogRecPtr upto = pg_atomic_read_u64(&shared->wanted);
         const bool work = upto > GetFlushRecPtr(nullptr);
