@@ -10,6 +10,7 @@ extern "C" {
 #include "utils/rel.h"
 }
 
+#include "common/comma_list.hpp"
 #include "pg/pg_guard.hpp"
 
 #include <cstdlib>
@@ -79,23 +80,6 @@ TextRows fetch(const char *sql)
     return rows;
 }
 
-std::vector<std::string> split_csv(const char *s)
-{
-    std::vector<std::string> out;
-    if (s == nullptr || *s == '\0')
-        return out;
-    const char *start = s;
-    for (const char *p = s;; p++) {
-        if (*p == ',' || *p == '\0') {
-            out.emplace_back(start, p - start);
-            if (*p == '\0')
-                break;
-            start = p + 1;
-        }
-    }
-    return out;
-}
-
 } // namespace
 
 void CatalogCache::register_invalidation()
@@ -144,8 +128,8 @@ void CatalogCache::load()
         cq.name = q.at(r, 0);
         cq.sql = q.at(r, 1);
         cq.prepared_sql = q.at(r, 2);
-        cq.param_names = split_csv(q.at(r, 3));
-        for (const auto &t : split_csv(q.at(r, 4)))
+        cq.param_names = comma_list::split(q.at(r, 3));
+        for (const auto &t : comma_list::split(q.at(r, 4)))
             cq.param_types.push_back(static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
         cq.search_path = q.at(r, 5);
         cq.revision = std::strtoll(q.at(r, 6), nullptr, 10);

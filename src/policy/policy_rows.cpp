@@ -1,6 +1,8 @@
 // The one decoder of policy rows: see policy_rows.hpp.
 #include "policy/policy_rows.hpp"
 
+#include "common/comma_list.hpp"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -13,21 +15,6 @@ const char policy_rows_select[] =
 const char mask_rows_select[] = "SELECT policy, pattern, action FROM querygate.mask_rule";
 
 namespace {
-
-// Calls f for each comma-separated item of a list (nothing for NULL or an empty list).
-template <typename F> void each_item(const char *list, F &&f)
-{
-    if (list == nullptr || *list == '\0')
-        return;
-    const char *start = list;
-    for (const char *p = list;; p++)
-        if (*p == ',' || *p == '\0') {
-            f(std::string(start, p - start));
-            if (*p == '\0')
-                return;
-            start = p + 1;
-        }
-}
 
 Oid oid_of(const std::string &text)
 {
@@ -46,14 +33,14 @@ bool decode_policy(const PolicyRow &row, DecodedPolicy &out, std::string &error)
         c[POLICY_ALLOW_SUPERUSER] && std::strcmp(c[POLICY_ALLOW_SUPERUSER], "t") == 0;
     PolicyRules &rules = out.rules;
     rules.has_allowed_tables = c[POLICY_ALLOWED_TABLES] != nullptr;
-    each_item(c[POLICY_ALLOWED_TABLES],
-              [&](const std::string &t) { rules.allowed_tables.push_back(oid_of(t)); });
+    for (const std::string &t : comma_list::split(c[POLICY_ALLOWED_TABLES]))
+        rules.allowed_tables.push_back(oid_of(t));
     bool ops_ok = true;
-    each_item(c[POLICY_WRITE_OPS], [&](const std::string &op) {
-        int bit = write_ops::from_name(op.c_str());
+    for (const std::string &op : comma_list::split(c[POLICY_WRITE_OPS])) {
+        const int bit = write_ops::from_name(op.c_str());
         ops_ok = ops_ok && bit != 0;
         rules.write_ops |= bit;
-    });
+    }
     if (!ops_ok) {
         error = "the policy holds an unknown write operation";
         return false;
