@@ -14,6 +14,30 @@ const CallParam *find_given(const std::vector<CallParam> &given, const std::stri
     return nullptr;
 }
 
+// For each item, whether it is the first, in order, with its name, and how many items share the
+// name: one sort, so thousands of names cost n log n.
+template <typename T, typename Name>
+void group_by_name(const std::vector<T> &items, Name name, std::vector<bool> &first,
+                   std::vector<size_t> &count)
+{
+    std::vector<size_t> order(items.size());
+    for (size_t i = 0; i < order.size(); i++)
+        order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return name(items[a]) < name(items[b]); });
+    first.assign(items.size(), false);
+    count.assign(items.size(), 0);
+    for (size_t k = 0; k < order.size();) {
+        size_t end = k + 1;
+        while (end < order.size() && name(items[order[end]]) == name(items[order[k]]))
+            end++;
+        first[order[k]] = true; // stable: the first of the run is the first in order
+        for (size_t j = k; j < end; j++)
+            count[order[j]] = end - k;
+        k = end;
+    }
+}
+
 } // namespace
 
 ApiError bind_params(const std::vector<std::string> &names,
@@ -70,20 +94,33 @@ ApiError bind_params(const std::vector<std::string> &names,
             problems.emplace_back(name, "is required");
         }
     }
+    // Each name at most once in the answer (its errors object has one member per name).
+    std::vector<bool> first;
+    std::vector<size_t> count;
+    group_by_name(
+        given, [](const CallParam &p) -> const std::string & { return p.name; }, first, count);
     for (size_t i = 0; i < given.size(); i++) {
-        const CallParam &p = given[i];
-        bool known = std::find(names.begin(), names.end(), p.name) != names.end();
-        bool repeated = false;
-        for (size_t j = 0; j < i; j++)
-            repeated = repeated || given[j].name == p.name;
-        if (!known || repeated) {
-            problems.emplace_back(p.name, known ? "is given more than once"
-                                                : "is not a parameter of this query");
-            only_missing = false;
-        }
+        if (!first[i])
+            continue;
+        const bool known = std::find(names.begin(), names.end(), given[i].name) != names.end();
+        if (known && count[i] == 1)
+            continue;
+        problems.emplace_back(given[i].name, known ? "is given more than once"
+                                                   : "is not a parameter of this query");
+        only_missing = false;
     }
     if (problems.empty())
         return ApiError();
+    // One problem per parameter, the first found (a value breaking its rule and also repeated).
+    group_by_name(
+        problems,
+        [](const std::pair<std::string, std::string> &p) -> const std::string & { return p.first; },
+        first, count);
+    std::vector<std::pair<std::string, std::string>> unique;
+    for (size_t i = 0; i < problems.size(); i++)
+        if (first[i])
+            unique.push_back(std::move(problems[i]));
+    problems = std::move(unique);
     ApiError err = only_missing ? api_errors::make(error_code::param_required, "missing parameters")
                                 : api_errors::make(error_code::param_invalid, "invalid parameters");
     err.errors = std::move(problems);
