@@ -13,7 +13,7 @@ deep and wide JSON bodies, huge numbers, NUL bytes, bearer tokens with every fie
 valid calls among them, whose rows must be right.
 
 Usage: hostile_http.py --port P --key SECRET --query NAME [--requests N] [--connections C]
-                       [--seed S] [--codes src/common/api_error.hpp]
+                       [--seed S] [--stall-seconds T] [--codes src/common/api_error.hpp]
 Prints one summary line and exits 1 on any unexpected answer (the first ones are shown).
 """
 import argparse
@@ -180,15 +180,31 @@ class Generator:
         hs = [(b"Host", b"x"), (b"Authorization", b"Bearer " + token)]
         return self.request(headers=hs), ("any",)
 
+    KINDS = ["valid", "broken_request_line", "bad_encoding", "big_headers", "framing", "pipelined",
+             "json_body", "nul_bytes", "tokens"]
+
     def next(self):
-        kinds = [self.valid, self.broken_request_line, self.bad_encoding, self.big_headers, self.framing,
-                 self.pipelined, self.json_body, self.nul_bytes, self.tokens]
-        return self.rng.choice(kinds)()
+        kind = self.rng.choice(self.KINDS)
+        data, expect = getattr(self, kind)()
+        return kind, data, expect
 
 
-def read_all(sock, deadline):
+def answers_complete(data, wanted):
+    """Whether data holds `wanted` complete answers (any whole answer when wanted is 0)."""
+    try:
+        n = len(parse_responses(data))
+    except ValueError:
+        return False
+    return n >= max(wanted, 1)
+
+
+def read_all(sock, deadline, wanted=0):
+    """Reads until the server closes, the deadline, or the wanted answers are complete (a server
+    keeping a connection open after answering is within HTTP/1.1). Returns (data, closed)."""
     chunks = []
     while True:
+        if chunks and answers_complete(b"".join(chunks), wanted):
+            return b"".join(chunks), True
         left = deadline - time.monotonic()
         if left <= 0:
             return b"".join(chunks), False
@@ -254,65 +270,84 @@ def check_answer(status, headers, body, codes):
 
 
 def worker(args):
-    seed, count, port, key, query, codes = args
+    global STALL_SECONDS
+    seed, count, port, key, query, codes, STALL_SECONDS = args
     rng = random.Random(seed)
     gen = Generator(rng, key, query)
-    stats = {"sent": 0, "answered": 0, "dropped": 0, "valid_ok": 0, "bad": 0}
+    stats = {"sent": 0, "answered": 0, "dropped": 0, "kept_open": 0, "valid_ok": 0, "bad": 0}
+    per_kind = {k: [0, 0] for k in Generator.KINDS}  # kind: [sent, unexpected]
     problems = []
+    # Requests are made once, 400 per process, and sent in random order: making a 100 kB header or
+    # a 100000-deep JSON body costs more than sending it.
+    pool = [gen.next() for _ in range(min(count, 400))]
     for _ in range(count):
-        data, expect = gen.next()
+        kind, data, expect = rng.choice(pool)
+        bad_before = stats["bad"]
         stats["sent"] += 1
+        per_kind[kind][0] += 1
+        one(data, expect, port, codes, stats, problems)
+        per_kind[kind][1] += stats["bad"] - bad_before
+    return stats, per_kind, problems[:5]
+
+
+STALL_SECONDS = 10
+
+
+def one(data, expect, port, codes, stats, problems):
+    """Sends one request on its own connection and judges the answer."""
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    except OSError as e:
+        stats["bad"] += 1
+        problems.append("connect failed: %s" % e)
+        return
+    try:
         try:
-            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        except OSError as e:
+            sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the server answered (and closed) before reading everything
+        wanted = expect[1] if expect[0] == "pipelined" else 1
+        got, closed = read_all(sock, time.monotonic() + STALL_SECONDS, wanted)
+    finally:
+        sock.close()
+    if not closed and not got:
+        # The client has sent everything and closed its side: a server that neither answers
+        # nor closes within STALL_SECONDS holds a connection it should not.
+        stats["bad"] += 1
+        problems.append("no answer and no close within %g s (request %r)" % (STALL_SECONDS, data[:120]))
+        return
+    if not closed:
+        stats["kept_open"] += 1  # answered; keep-alive, the end of the stream not yet seen
+    if not got:
+        stats["dropped"] += 1
+        if expect[0] in ("valid", "pipelined"):
             stats["bad"] += 1
-            problems.append("connect failed: %s" % e)
-            continue
-        try:
-            try:
-                sock.sendall(data)
-                sock.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass  # the server answered (and closed) before reading everything
-            got, closed = read_all(sock, time.monotonic() + 10)
-        finally:
-            sock.close()
-        if not closed:
-            # The client has sent everything and closed its side: a server that neither answers
-            # nor closes within 10 s holds a connection it should not.
+            problems.append("no answer to a valid request")
+        return
+    try:
+        answers = parse_responses(got)
+    except ValueError as e:
+        stats["bad"] += 1
+        problems.append("%s (request %r)" % (e, data[:120]))
+        return
+    stats["answered"] += 1
+    for status, headers, body in answers:
+        problem = check_answer(status, headers, body, codes)
+        if problem:
             stats["bad"] += 1
-            problems.append("no answer and no close within 10 s (request %r)" % data[:120])
-            continue
-        if not got:
-            stats["dropped"] += 1
-            if expect[0] in ("valid", "pipelined"):
-                stats["bad"] += 1
-                problems.append("no answer to a valid request")
-            continue
-        try:
-            answers = parse_responses(got)
-        except ValueError as e:
-            stats["bad"] += 1
-            problems.append("%s (request %r)" % (e, data[:120]))
-            continue
-        stats["answered"] += 1
-        for status, headers, body in answers:
-            problem = check_answer(status, headers, body, codes)
-            if problem:
-                stats["bad"] += 1
-                problems.append("%s (request %r)" % (problem, data[:120]))
-        if expect[0] == "valid":
-            ok = (len(answers) == 1 and answers[0][0] == 200
-                  and json.loads(answers[0][2]) == [{"id": expect[1], "v": "row %d" % expect[1]}])
-            stats["valid_ok" if ok else "bad"] += 1
-            if not ok:
-                problems.append("a valid call answered wrongly: %r" % (answers[:1],))
-        elif expect[0] == "pipelined":
-            ok = len(answers) == expect[1] and all(a[0] == 200 for a in answers)
-            stats["valid_ok" if ok else "bad"] += 1
-            if not ok:
-                problems.append("pipelined calls answered %d of %d" % (len(answers), expect[1]))
-    return stats, problems[:5]
+            problems.append("%s (request %r)" % (problem, data[:120]))
+    if expect[0] == "valid":
+        ok = (len(answers) == 1 and answers[0][0] == 200
+              and json.loads(answers[0][2]) == [{"id": expect[1], "v": "row %d" % expect[1]}])
+        stats["valid_ok" if ok else "bad"] += 1
+        if not ok:
+            problems.append("a valid call answered wrongly: %r" % (answers[:1],))
+    elif expect[0] == "pipelined":
+        ok = len(answers) == expect[1] and all(a[0] == 200 for a in answers)
+        stats["valid_ok" if ok else "bad"] += 1
+        if not ok:
+            problems.append("pipelined calls answered %d of %d" % (len(answers), expect[1]))
 
 
 def main():
@@ -323,25 +358,36 @@ def main():
     ap.add_argument("--requests", type=int, default=10000)
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--stall-seconds", type=float, default=10,
+                    help="how long a request may go without an answer or a close")
     ap.add_argument("--codes", default=os.path.join(os.path.dirname(__file__), "../../src/common/api_error.hpp"))
     a = ap.parse_args()
     codes = known_codes(a.codes)
     per = a.requests // a.connections
-    jobs = [(a.seed * 1000 + i, per, a.port, a.key, a.query, codes) for i in range(a.connections)]
+    jobs = [(a.seed * 1000 + i, per, a.port, a.key, a.query, codes, a.stall_seconds)
+            for i in range(a.connections)]
     t0 = time.monotonic()
     with Pool(a.connections) as pool:
         results = pool.map(worker, jobs)
     total = {}
+    kinds = {}
     problems = []
-    for stats, probs in results:
+    for stats, per_kind, probs in results:
         for k, v in stats.items():
             total[k] = total.get(k, 0) + v
+        for k, (sent, bad) in per_kind.items():
+            kinds.setdefault(k, [0, 0])
+            kinds[k][0] += sent
+            kinds[k][1] += bad
         problems += probs
     for p in problems[:10]:
         print("# " + p)
-    print("sent %d, answered %d, dropped without an answer %d, valid calls right %d, unexpected %d, %.0f s"
-          % (total["sent"], total["answered"], total["dropped"], total["valid_ok"], total["bad"],
-             time.monotonic() - t0))
+    for k in Generator.KINDS:
+        print("kind %s: sent %d, unexpected %d" % (k, kinds[k][0], kinds[k][1]))
+    print("sent %d, answered %d (%d kept open after the answer), dropped without an answer %d, "
+          "valid calls right %d, unexpected %d, %.0f s"
+          % (total["sent"], total["answered"], total["kept_open"], total["dropped"], total["valid_ok"],
+             total["bad"], time.monotonic() - t0))
     sys.exit(1 if total["bad"] else 0)
 
 
