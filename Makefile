@@ -66,8 +66,10 @@ bench:
 deps:
 	scripts/install-deps
 
-# For the test scripts: how a plain-C++ file is compiled, and the version.
+# For the test scripts: how a plain-C++ file is compiled, and the version. The flags are printed as
+# words for a shell's word splitting ($$FLAGS unquoted): QUERYGATE_VERSION keeps its double quotes,
+# so it is still a string literal.
 print-plain-cppflags:
-	@echo '$(PLAIN_CPPFLAGS)'
+	@echo $(PLAIN_CPPFLAGS)
 print-version:
 	@echo '$(EXTVERSION)'
