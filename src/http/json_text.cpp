@@ -51,6 +51,23 @@ bool valid_utf8(std::string_view s)
     return true;
 }
 
+std::string as_read(std::string_view s)
+{
+    std::string out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size();) {
+        size_t n = utf8_sequence(s, i);
+        if (n == 0) {
+            out.append("\xEF\xBF\xBD"); // U+FFFD, as append_string's \ufffd reads
+            i++;
+        } else {
+            out.append(s.data() + i, n);
+            i += n;
+        }
+    }
+    return out;
+}
+
 void append_string(std::string &out, std::string_view s)
 {
     static const char hex[] = "0123456789abcdef";

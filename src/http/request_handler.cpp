@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 
 namespace {
 
@@ -186,13 +187,20 @@ void write_error(HttpResponse &response, const ApiError &error, const std::strin
     b.append(",\"request_id\":");
     json_text::append_string(b, request_id);
     if (!error.errors.empty()) {
+        // One member per name as a reader decodes it: names that differ only in invalid UTF-8
+        // (each such byte is written \ufffd), or in such a byte and a real U+FFFD, would
+        // otherwise repeat a member, which a strict parser refuses and a lenient one reads as
+        // the last problem only. The first problem under a name is kept.
         b.append(",\"errors\":{");
-        for (size_t i = 0; i < error.errors.size(); i++) {
-            if (i > 0)
+        std::set<std::string> written;
+        for (const auto &problem : error.errors) {
+            if (!written.insert(json_text::as_read(problem.first)).second)
+                continue;
+            if (written.size() > 1)
                 b.push_back(',');
-            json_text::append_string(b, error.errors[i].first);
+            json_text::append_string(b, problem.first);
             b.push_back(':');
-            json_text::append_string(b, error.errors[i].second);
+            json_text::append_string(b, problem.second);
         }
         b.push_back('}');
     }

@@ -138,6 +138,15 @@ invalid($res, { rating => 'is required', prefix => 'is required' }, 'only missin
 $res = $qg->post('/q/films', { params => { rating => 'X', year => 1800.5, prefix => 'Film' } }, key => $key);
 invalid($res, { rating => 'must be one of: G, PG, R', year => 'must be an integer' }, 'POST: two problems');
 
+# Names a reader decodes alike (two different invalid UTF-8 bytes, a real U+FFFD) are one member of
+# "errors": a body with a repeated member name is refused by strict parsers.
+$res = $qg->get('/q/films?rating=G&year=1990&prefix=Film&%A4=1&%9B=1&%EF%BF%BD=1', key => $key);
+is_deeply([ $res->{status}, $res->{json}{code}, $res->{json}{errors} ],
+	[ 400, 'param_invalid', { "\x{FFFD}" => 'is not a parameter of this query' } ],
+	'three names read as U+FFFD: one member in errors') or diag(QuerygateTest::describe($res));
+is(scalar(() = $res->{content} =~ /(?:\\ufffd|\xEF\xBF\xBD)"\s*:/g), 1,
+	'the body names U+FFFD once') or diag($res->{content});
+
 # --- types
 $res = $qg->get('/q/typed' . query_string(i => '-12', x => '1.5e3', b => 'true', s => 'abc'), key => $key);
 $qg->expect_rows($res, [ { i => '-12', x => '1.5e3', b => 'true', s => 'abc' } ], 'integer, number, boolean and string accepted');

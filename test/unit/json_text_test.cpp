@@ -144,6 +144,13 @@ void append_string()
        "append_string: above U+10FFFF");
     is(quoted("\"\xFF\\"), "\"\\\"\\ufffd\\\\\"", "append_string: escapes around an invalid byte");
 
+    is(json_text::as_read("a\xFF\xC3\xAB"), "a\xEF\xBF\xBD\xC3\xAB",
+       "as_read: an invalid byte reads as U+FFFD, valid text as it is");
+    is(json_text::as_read("\xA4"), json_text::as_read("\x9B"),
+       "as_read: two different invalid bytes read the same");
+    is(json_text::as_read("\xA4"), std::string("\xEF\xBF\xBD"),
+       "as_read: an invalid byte reads as a real U+FFFD");
+
     std::string out = "prefix:";
     json_text::append_string(out, "x");
     is(out, "prefix:\"x\"", "append_string: appends to what out holds");

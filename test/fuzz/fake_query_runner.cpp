@@ -1,0 +1,58 @@
+// A fake QueryRunner: records the request and returns a fixed CallResult, a page of one row, or,
+// for the query named "invalid", the error bind_params would give for parameters it does not know
+// (names are the caller's bytes, as in a real error body). Also the settings the handler reads,
+// which PostgreSQL defines in the server (src/pg/settings.cpp); the fuzz targets set them.
+#include "fake_query_runner.hpp"
+
+#include "common/settings.hpp"
+
+#include <memory>
+
+class GroupCommit {}; // the worker's (src/worker/group_commit.hpp); the fake holds no answers
+
+struct QueryRunner::State {};
+
+QueryRunner::QueryRunner(GroupCommit &) : state_(std::make_unique<State>()) {}
+
+QueryRunner::~QueryRunner() = default;
+
+void QueryRunner::start() {}
+
+CallResult QueryRunner::run(const CallRequest &request)
+{
+    fake_runner::calls++;
+    fake_runner::last = request;
+    CallResult result;
+    if (request.query == "invalid") {
+        result.error = api_errors::make(error_code::param_invalid, "invalid parameters");
+        for (const CallParam &p : request.params)
+            result.error.errors.emplace_back(p.name, "is not a parameter of this query");
+        return result;
+    }
+    result.body = "[{\"id\":1,\"name\":\"fixed\"}]";
+    result.has_more = request.page == 1;
+    return result;
+}
+
+namespace fake_runner {
+
+int calls = 0;
+CallRequest last;
+
+QueryRunner &instance()
+{
+    static GroupCommit group_commit;
+    static QueryRunner runner(group_commit);
+    return runner;
+}
+
+} // namespace fake_runner
+
+namespace settings {
+
+int max_page_size = 1000;
+int max_body_size = 1024 * 1024;
+char *trusted_proxies = nullptr;
+unsigned long generation = 0;
+
+} // namespace settings

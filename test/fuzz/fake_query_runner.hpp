@@ -1,0 +1,17 @@
+// A stand-in for the PostgreSQL side of a call (src/call/query_runner.cpp, src/pg/settings.cpp),
+// for the fuzz targets that drive the request handler without a server or a database: what is
+// fuzzed is the parsing in front of the runner, not the runner. See fake_query_runner.cpp.
+#pragma once
+
+#include "call/query_runner.hpp"
+
+namespace fake_runner {
+
+// The runner every target shares (QueryRunner cannot be copied).
+QueryRunner &instance();
+
+// Calls of run() so far, and the last request it was given.
+extern int calls;
+extern CallRequest last;
+
+} // namespace fake_runner

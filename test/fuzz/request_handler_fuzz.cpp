@@ -1,0 +1,258 @@
+// Fuzzes request handling without a server (src/http/request_handler): routing, credentials,
+// request ids, X-Forwarded-For behind querygate.trusted_proxies, paging options, the query string
+// and the JSON body, and every error body, with a fake QueryRunner (fake_query_runner.cpp) that
+// returns a fixed result. The request is derived from the input with FuzzedDataProvider:
+//   from the end: max_page_size (3 bytes), a mode byte (0 mod 16: the request is refused as too
+//   large, as libmicrohttpd does), the method (0 to 6 a usual one, 7 one from the input), the
+//   number of headers (0 to 8);
+//   from the start, each a FuzzedDataProvider string (ended by a backslash and another byte, "\\"
+//   for a backslash): [the method,] the path, the query string ("a=1&b=2", split as libmicrohttpd
+//   does, not decoded), the peer's address, trusted_proxies, then each header "name: value";
+//   the rest is the body.
+// Oracles: the status is one of the API's, the body is a JSON object (parsed back with json_body)
+// and an error body has "error", "code" (with that code's status), "request_id" and maybe
+// "errors"; X-Request-Id is there once, is the caller's when that one is valid, and no response
+// header holds CR, LF or NUL; 405 has Allow, 401 WWW-Authenticate; the runner is called only for
+// GET or POST /q/{name} with a credential, with paging inside its limits, and its page is
+// answered with X-Page, X-Page-Size and X-Has-More. One known finding is tolerated (below).
+#include "http/json_body.hpp"
+#include "http/request_handler.hpp"
+
+#include "common/settings.hpp"
+#include "fake_query_runner.hpp"
+#include "fuzz_check.hpp"
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using Kind = json_body::Value::Kind;
+
+const char *const methods[] = {"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH"};
+
+bool valid_request_id(const std::string &id)
+{
+    if (id.empty() || id.size() > 64)
+        return false;
+    for (unsigned char c : id)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              c == '.' || c == '_' || c == ':' || c == '-'))
+            return false;
+    return true;
+}
+
+// The status every code of src/common/api_error.hpp is answered with.
+int status_of(const std::string &code)
+{
+    static const ErrorCode codes[] = {
+        error_code::invalid_body,         error_code::invalid_paging,
+        error_code::invalid_format,       error_code::not_found,
+        error_code::method_not_allowed,   error_code::payload_too_large,
+        error_code::unauthorized,         error_code::query_not_found,
+        error_code::sign_in_required,     error_code::claim_missing,
+        error_code::privileged_role,      error_code::param_required,
+        error_code::param_invalid,        error_code::param_from_claim,
+        error_code::untrusted_code,       error_code::table_not_allowed,
+        error_code::write_op_not_allowed, error_code::read_only,
+        error_code::mask_unresolvable,    error_code::mask_expression,
+        error_code::mask_predicate,       error_code::permission_denied,
+        error_code::query_failed,         error_code::internal_error,
+        error_code::unavailable,          error_code::query_timeout};
+    for (const ErrorCode &c : codes)
+        if (code == c.code)
+            return c.status;
+    return 0;
+}
+
+int header_count(const HttpResponse &r, const char *name)
+{
+    int n = 0;
+    for (const auto &h : r.headers)
+        n += h.first == name;
+    return n;
+}
+
+const std::string *response_header(const HttpResponse &r, const char *name)
+{
+    for (const auto &h : r.headers)
+        if (h.first == name)
+            return &h.second;
+    return nullptr;
+}
+
+const json_body::Value *member(const json_body::Value &v, const char *name)
+{
+    for (const auto &m : v.members)
+        if (m.first == name)
+            return &m.second;
+    return nullptr;
+}
+
+bool whole_number_in(const std::string &text, long lo, long hi)
+{
+    if (text.empty() || text.size() > 12)
+        return false;
+    long v = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9')
+            return false;
+        v = v * 10 + (c - '0');
+    }
+    return v >= lo && v <= hi;
+}
+
+void check_response(const HttpRequest &request, const HttpResponse &response, bool refused,
+                    int calls_before)
+{
+    static const int statuses[] = {200, 400, 401, 403, 404, 405, 413, 500, 503, 504};
+    bool known = false;
+    for (int s : statuses)
+        known = known || response.status == s;
+    FUZZ_CHECK(known);
+    FUZZ_CHECK(response.content_type == "application/json");
+    for (const auto &h : response.headers)
+        FUZZ_CHECK(h.second.find_first_of(std::string("\r\n\0", 3)) == std::string::npos);
+
+    // The request id: the caller's when valid, else one of ours (16 hex digits).
+    FUZZ_CHECK(header_count(response, "X-Request-Id") == 1);
+    const std::string &id = *response_header(response, "X-Request-Id");
+    FUZZ_CHECK(valid_request_id(id));
+    const std::string *given = request.header("x-request-id");
+    if (given != nullptr && valid_request_id(*given))
+        FUZZ_CHECK(id == *given);
+    else
+        FUZZ_CHECK(id.size() == 16 &&
+                   id.find_first_not_of("0123456789abcdef") == std::string::npos);
+
+    json_body::Value body;
+    std::string error;
+    FUZZ_CHECK(json_body::parse(response.body, body, error));
+    FUZZ_CHECK(body.kind == Kind::object || (response.status == 200 && body.kind == Kind::array));
+
+    bool runner_called = fake_runner::calls != calls_before;
+    FUZZ_CHECK(fake_runner::calls - calls_before <= 1);
+    const std::string &path = request.path;
+    bool query_path =
+        path.size() > 3 && path.compare(0, 3, "/q/") == 0 && path.find('/', 3) == std::string::npos;
+    if (runner_called) {
+        FUZZ_CHECK(!refused && query_path);
+        FUZZ_CHECK(request.method == "GET" || request.method == "POST");
+        const CallRequest &call = fake_runner::last;
+        FUZZ_CHECK(call.query == path.substr(3));
+        FUZZ_CHECK(!call.secret.empty() || !call.bearer_token.empty());
+        FUZZ_CHECK(call.page >= 1 && call.page <= 1000000000L);
+        FUZZ_CHECK(call.page_size >= 1 && call.page_size <= settings::max_page_size);
+        FUZZ_CHECK(call.request_id == id);
+        FUZZ_CHECK(request.header("x-api-key") != nullptr || request.header("authorization"));
+        // Paging and format options never reach the runner as parameters of the query string.
+        if (request.method == "GET")
+            for (const CallParam &p : call.params)
+                FUZZ_CHECK(p.name != "page" && p.name != "page_size" && p.name != "format");
+    }
+
+    if (response.status == 200) {
+        FUZZ_CHECK(!refused);
+        if (path == "/health") {
+            FUZZ_CHECK(request.method == "GET" || request.method == "HEAD");
+            const json_body::Value *status = member(body, "status");
+            FUZZ_CHECK(status != nullptr && status->kind == Kind::string && status->text == "ok");
+            return;
+        }
+        FUZZ_CHECK(runner_called && fake_runner::last.query != "invalid");
+        const std::string *page = response_header(response, "X-Page");
+        const std::string *size = response_header(response, "X-Page-Size");
+        const std::string *more = response_header(response, "X-Has-More");
+        FUZZ_CHECK(page != nullptr && whole_number_in(*page, 1, 1000000000L));
+        FUZZ_CHECK(size != nullptr && whole_number_in(*size, 1, settings::max_page_size));
+        FUZZ_CHECK(more != nullptr && (*more == "true" || *more == "false"));
+        return;
+    }
+
+    // An error: {"error","code","request_id"[,"errors"]}, nothing else.
+    FUZZ_CHECK(body.kind == Kind::object);
+    const json_body::Value *message = member(body, "error");
+    const json_body::Value *code = member(body, "code");
+    const json_body::Value *rid = member(body, "request_id");
+    const json_body::Value *errors = member(body, "errors");
+    FUZZ_CHECK(message != nullptr && message->kind == Kind::string && !message->text.empty());
+    FUZZ_CHECK(code != nullptr && code->kind == Kind::string);
+    FUZZ_CHECK(rid != nullptr && rid->kind == Kind::string && rid->text == id);
+    FUZZ_CHECK(body.members.size() == (errors != nullptr ? 4u : 3u));
+    if (errors != nullptr) {
+        FUZZ_CHECK(errors->kind == Kind::object && !errors->members.empty());
+        for (const auto &e : errors->members)
+            FUZZ_CHECK(e.second.kind == Kind::string);
+    }
+    FUZZ_CHECK(status_of(code->text) == response.status);
+    FUZZ_CHECK((header_count(response, "Allow") == 1) == (response.status == 405));
+    FUZZ_CHECK((header_count(response, "WWW-Authenticate") == 1) == (response.status == 401));
+    if (refused)
+        FUZZ_CHECK(code->text == "payload_too_large");
+    if (runner_called)
+        FUZZ_CHECK(fake_runner::last.query == "invalid" && code->text == "param_invalid");
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static RequestHandler handler(fake_runner::instance());
+    static std::string trusted;
+
+    FuzzedDataProvider in(data, size);
+    settings::max_page_size = in.ConsumeIntegralInRange<int>(1, 1000000);
+    bool refused = in.ConsumeIntegralInRange<int>(0, 15) == 0;
+    int method = in.ConsumeIntegralInRange<int>(0, 7);
+    int headers = in.ConsumeIntegralInRange<int>(0, 8);
+
+    HttpRequest request;
+    request.method = method < 7 ? methods[method] : in.ConsumeRandomLengthString(16);
+    request.path = in.ConsumeRandomLengthString(256);
+    std::string query = in.ConsumeRandomLengthString(1024);
+    for (size_t start = 0; !query.empty() && start <= query.size();) {
+        size_t amp = query.find('&', start);
+        std::string arg = query.substr(start, amp == std::string::npos ? amp : amp - start);
+        size_t eq = arg.find('=');
+        if (!arg.empty())
+            request.args.emplace_back(arg.substr(0, eq),
+                                      eq == std::string::npos ? std::string() : arg.substr(eq + 1));
+        if (amp == std::string::npos)
+            break;
+        start = amp + 1;
+    }
+    request.client_address = in.ConsumeRandomLengthString(64);
+    // A new trusted_proxies, as after a reload: the handler re-reads it when the generation moves.
+    trusted = in.ConsumeRandomLengthString(256);
+    settings::trusted_proxies = trusted.data();
+    settings::generation++;
+    for (int i = 0; i < headers; i++) {
+        std::string line = in.ConsumeRandomLengthString(512);
+        size_t colon = line.find(':');
+        std::string name = line.substr(0, colon);
+        for (char &c : name)
+            if (c >= 'A' && c <= 'Z')
+                c = static_cast<char>(c - 'A' + 'a');
+        std::string value;
+        if (colon != std::string::npos) {
+            size_t start = line.find_first_not_of(" \t", colon + 1);
+            if (start != std::string::npos)
+                value = line.substr(start);
+        }
+        request.headers.emplace_back(std::move(name), std::move(value));
+    }
+    request.body = in.ConsumeRemainingBytesAsString();
+
+    int calls_before = fake_runner::calls;
+    HttpResponse response;
+    if (refused)
+        handler.refuse(request, 413, response);
+    else
+        handler.handle(request, response);
+    check_response(request, response, refused, calls_before);
+    return 0;
+}
