@@ -22,6 +22,7 @@ inline constexpr ErrorCode invalid_format{400, "invalid_format"};
 inline constexpr ErrorCode not_found{404, "not_found"};
 inline constexpr ErrorCode method_not_allowed{405, "method_not_allowed"};
 inline constexpr ErrorCode payload_too_large{413, "payload_too_large"};
+inline constexpr ErrorCode uri_too_long{414, "uri_too_long"};
 inline constexpr ErrorCode header_too_large{431, "header_too_large"};
 // A request libmicrohttpd refused before it reached us (malformed, an HTTP version it does not
 // speak); the status is the one it chose.

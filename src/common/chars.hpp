@@ -16,5 +16,10 @@ inline bool is_alnum(char c)
 {
     return is_alpha(c) || is_digit(c);
 }
+// ASCII only, whatever the locale.
+inline char to_lower(char c)
+{
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 } // namespace chars

@@ -6,6 +6,7 @@
 //   the worker only watches that fd for readability.
 #include "http/http_server.hpp"
 #include "common/api_error.hpp"
+#include "http/framing.hpp"
 #include "http/own_answers.hpp"
 
 #include <microhttpd.h>
@@ -42,9 +43,11 @@ bool HttpRequest::header_list(const char *lower_name, std::string &out) const
 
 namespace {
 
-// Per-request state between libmicrohttpd callbacks.
+// Per-request state between libmicrohttpd callbacks, made when the request line arrives.
 struct RequestState {
     HttpRequest request;
+    bool started = false;       // the first access callback ran
+    bool too_many_args = false; // the query string was cut (cut_query_string)
     bool too_large = false;
     bool held = false; // the response waits in `response` for release_held()
     HttpResponse response;
@@ -56,6 +59,32 @@ std::string lowercase(const char *s, size_t n)
     for (char &c : out)
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
+}
+
+// libmicrohttpd 0.9.75 keeps a record (about 56 bytes) per query-string argument in the
+// connection's memory pool (32 kB), and when the pool runs out while parsing the request line it
+// queues its 431 page and then goes on waiting for header lines in a buffer it has just emptied:
+// the caller gets no answer until the connection times out (a line of 700 '&' was enough). The
+// request line is seen here first (libmicrohttpd's URI log callback, called before it parses the
+// arguments, on the buffer it parses them from): a query string of more than
+// max_query_parameters arguments is cut to nothing there, in place, and the request is refused
+// with 414 once it has been read. Returns whether it was cut.
+bool cut_query_string(const char *uri)
+{
+    if (uri == nullptr)
+        return false;
+    const char *query = std::strchr(uri, '?');
+    if (query == nullptr)
+        return false;
+    std::size_t arguments = 1;
+    for (const char *c = query + 1; *c != '\0'; c++)
+        if (*c == '&' && ++arguments > max_query_parameters) {
+            // The buffer is libmicrohttpd's own and writable (it writes NULs into it itself);
+            // it is given to us const only so that we do not change the URI it logs.
+            const_cast<char *>(query)[1] = '\0';
+            return true;
+        }
+    return false;
 }
 
 MHD_Result collect_arg(void *cls, enum MHD_ValueKind, const char *key, size_t key_size,
@@ -116,15 +145,27 @@ struct HttpServer::Callbacks {
         auto *self = static_cast<HttpServer *>(cls);
         auto *state = static_cast<RequestState *>(*con_cls);
         try {
-            if (state == nullptr) {
+            if (state == nullptr) { // request_line could not allocate it
                 state = new RequestState();
                 *con_cls = state;
+            }
+            if (!state->started) {
+                state->started = true;
                 HttpRequest &req = state->request;
                 req.method = method;
                 req.path = url;
                 MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &req);
                 MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_header, &req);
                 req.client_address = client_address(conn);
+                // A framing libmicrohttpd would read otherwise than a proxy (framing.hpp):
+                // refused now, before the body; an answer queued on this first call closes the
+                // connection after it.
+                if (const int status = framing::refusal(req)) {
+                    HttpResponse resp;
+                    self->answered_++;
+                    self->refusal_(req, status, resp);
+                    return send(conn, resp);
+                }
                 return MHD_YES;
             }
             if (state->held) // resumed by release_held(): the writes it may show are durable
@@ -145,7 +186,9 @@ struct HttpServer::Callbacks {
             }
             HttpResponse resp;
             self->answered_++;
-            if (state->too_large)
+            if (state->too_many_args)
+                self->refusal_(state->request, 414, resp);
+            else if (state->too_large)
                 self->refusal_(state->request, 413, resp);
             else
                 self->handler_(state->request, resp);
@@ -159,8 +202,7 @@ struct HttpServer::Callbacks {
             }
             return send(conn, resp);
         } catch (const std::exception &e) {
-            if (self->logger_)
-                self->logger_(e.what());
+            self->keep_log(self->log_.faults, e.what());
             HttpResponse resp;
             resp.status = 500;
             resp.body = std::string(R"({"error":"internal error","code":")") +
@@ -168,6 +210,19 @@ struct HttpServer::Callbacks {
             return send(conn, resp);
         } catch (...) {
             return MHD_NO;
+        }
+    }
+
+    // The request line has arrived (libmicrohttpd's URI log callback): the request's state
+    // starts here, so a query string too long for libmicrohttpd's memory can be cut first.
+    static void *request_line(void *, const char *uri, MHD_Connection *)
+    {
+        try {
+            auto *state = new RequestState();
+            state->too_many_args = cut_query_string(uri);
+            return state;
+        } catch (...) {
+            return nullptr; // the access callback tries again
         }
     }
 
@@ -180,21 +235,20 @@ struct HttpServer::Callbacks {
     static void log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)))
     {
         auto *self = static_cast<HttpServer *>(cls);
-        if (self->logger_ == nullptr)
-            return;
         char buf[512];
         vsnprintf(buf, sizeof(buf), fmt, ap);
         size_t n = std::strlen(buf);
         while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
             buf[--n] = '\0';
-        self->logger_(buf);
+        self->keep_log(self->log_.library, buf);
     }
 };
 
-HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger logger)
-    : listen_fd_(listen_fd), handler_(std::move(handler)), refusal_(std::move(refusal)),
-      logger_(logger)
+HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal)
+    : listen_fd_(listen_fd), handler_(std::move(handler)), refusal_(std::move(refusal))
 {
+    log_.library.reserve(max_log_lines);
+    log_.faults.reserve(max_log_lines);
     // Requests libmicrohttpd refuses by itself get the refusal's JSON too (own_answers.hpp).
     own_answers::set_maker([this](int status, HttpResponse &resp) {
         answered_++;
@@ -202,11 +256,11 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger l
     });
     unsigned int flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
                          MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME;
-    daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &Callbacks::access, this,
-                               MHD_OPTION_EXTERNAL_LOGGER, &Callbacks::log, this,
-                               MHD_OPTION_NOTIFY_COMPLETED, &Callbacks::completed, this,
-                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
-                               MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
+    daemon_ = MHD_start_daemon(
+        flags, 0, nullptr, nullptr, &Callbacks::access, this, MHD_OPTION_EXTERNAL_LOGGER,
+        &Callbacks::log, this, MHD_OPTION_NOTIFY_COMPLETED, &Callbacks::completed, this,
+        MHD_OPTION_URI_LOG_CALLBACK, &Callbacks::request_line, this, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
     if (daemon_ == nullptr)
         start_error_ = "libmicrohttpd could not start on the shared listening socket";
 }
@@ -233,6 +287,29 @@ bool HttpServer::release_held(std::uint64_t upto)
     const bool released = kept < held_.size();
     held_.resize(kept);
     return released;
+}
+
+void HttpServer::keep_log(std::vector<std::string> &lines, const char *message) noexcept
+{
+    try {
+        if (lines.size() < max_log_lines) {
+            lines.emplace_back(message);
+            return;
+        }
+    } catch (...) { // no memory for the line: counted with the rest
+    }
+    log_.left_out++;
+}
+
+bool HttpServer::take_log(LogLines &out)
+{
+    out.library.clear();
+    out.faults.clear();
+    out.left_out = 0;
+    if (log_.library.empty() && log_.faults.empty() && log_.left_out == 0)
+        return false;
+    std::swap(out, log_);
+    return true;
 }
 
 int HttpServer::epoll_fd() const

@@ -26,12 +26,11 @@ class HttpServer {
     using Handler = std::function<void(const HttpRequest &, HttpResponse &)>;
     // Answers a request refused before the handler runs (body too large); the handler's shape.
     using Refusal = std::function<void(const HttpRequest &, int status, HttpResponse &)>;
-    using Logger = void (*)(const char *message);
     // Asked after every response is made: a nonzero mark means hold it until release_held() is
     // called with a mark at least as high (group commit: a WAL position).
     using HoldCheck = std::function<std::uint64_t()>;
 
-    HttpServer(int listen_fd, Handler handler, Refusal refusal, Logger logger);
+    HttpServer(int listen_fd, Handler handler, Refusal refusal);
     ~HttpServer();
     HttpServer(const HttpServer &) = delete;
     HttpServer &operator=(const HttpServer &) = delete;
@@ -61,6 +60,20 @@ class HttpServer {
     unsigned connections() const;
     int listen_fd() const { return listen_fd_; }
 
+    // What to log, kept for the caller to log after run(): nothing is logged from inside
+    // libmicrohttpd's callbacks, where an error raised by the logging would unwind through its C
+    // frames. `library` is what libmicrohttpd said (a malformed request, a caller that hung up:
+    // caller-caused, see log_throttle.hpp), `faults` what a callback of ours caught (a bug). At
+    // most max_log_lines of each are kept between two calls; `left_out` counts the rest.
+    struct LogLines {
+        std::vector<std::string> library;
+        std::vector<std::string> faults;
+        std::uint64_t left_out = 0;
+    };
+    static constexpr std::size_t max_log_lines = 32;
+    // Moves what was kept into `out` (emptied first); false when there was nothing.
+    bool take_log(LogLines &out);
+
     // Held responses (group commit, src/worker/group_commit.hpp): a response for which hold() gives
     // a mark is kept, its connection suspended, until release_held() reaches that mark (the writes
     // it may show are durable); the next run() sends it. Returns whether any was released.
@@ -75,11 +88,13 @@ class HttpServer {
     struct Callbacks;
 
   private:
+    void keep_log(std::vector<std::string> &lines, const char *message) noexcept;
+
     MHD_Daemon *daemon_ = nullptr;
     int listen_fd_ = -1;
     Handler handler_;
     Refusal refusal_;
-    Logger logger_;
+    LogLines log_;
     HoldCheck hold_;
     std::vector<std::pair<std::uint64_t, MHD_Connection *>> held_; // (mark, connection)
     std::size_t max_body_size_ = 1024 * 1024;

@@ -2,9 +2,14 @@
 // libmicrohttpd and of PostgreSQL.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
+
+// The most arguments a query string may have; more are refused with 414 uri_too_long before
+// libmicrohttpd parses them (http_server.cpp says why).
+inline constexpr std::size_t max_query_parameters = 128;
 
 struct HttpRequest {
     std::string method;

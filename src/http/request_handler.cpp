@@ -255,11 +255,18 @@ void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse
         e = api_errors::make(error_code::payload_too_large,
                              "the request body is larger than " +
                                  std::to_string(settings::max_body_size) + " bytes");
+    else if (status == 414)
+        e = api_errors::make(error_code::uri_too_long,
+                             "the request line is too long, or its query string has more than " +
+                                 std::to_string(max_query_parameters) + " parameters");
     else if (status == 431)
         e = api_errors::make(error_code::header_too_large, "the request's header is too large");
     else if (status == 505)
         e = api_errors::make(ErrorCode{status, error_code::invalid_request},
                              "the HTTP version is not supported (use HTTP/1.1)");
+    else if (status == 501)
+        e = api_errors::make(ErrorCode{status, error_code::invalid_request},
+                             "the request's Transfer-Encoding is not supported (only chunked)");
     else if (status >= 500)
         e = api_errors::make(ErrorCode{status, error_code::internal_error.code},
                              "the request could not be processed");

@@ -27,6 +27,7 @@ extern "C" {
 #include "http/busy_poll.hpp"
 #include "http/http_server.hpp"
 #include "http/listen_socket.hpp"
+#include "http/log_throttle.hpp"
 #include "call/query_runner.hpp"
 #include "pg/pg_guard.hpp"
 #include "worker/group_commit.hpp"
@@ -46,10 +47,41 @@ PGDLLEXPORT void querygate_http_worker_main(Datum main_arg);
 
 namespace {
 
-void log_http(const char *message)
-{
-    ereport(LOG, (errmsg("querygate http: %s", message)));
-}
+// What the HTTP server kept to log (http_server.hpp), logged after a round: libmicrohttpd's
+// messages are about callers' requests, so they go through the throttle (log_throttle.hpp: the
+// first of a minute at LOG, the rest at DEBUG1 and counted in one LOG line a minute); a fault a
+// callback of ours caught is a bug of ours, logged at LOG always.
+class HttpLog {
+  public:
+    void write(HttpServer &server, LogThrottle::Clock::time_point now)
+    {
+        if (server.take_log(lines_)) {
+            for (const std::string &m : lines_.faults)
+                ereport(LOG, (errmsg("querygate http: %s", m.c_str())));
+            for (const std::string &m : lines_.library)
+                ereport(throttle_.note(m, now) ? LOG : DEBUG1,
+                        (errmsg("querygate http: %s", m.c_str())));
+            if (lines_.left_out > 0) {
+                const std::string m = std::to_string(lines_.left_out) +
+                                      " messages of one round not kept (more than " +
+                                      std::to_string(HttpServer::max_log_lines) + ")";
+                ereport(throttle_.note(m, now) ? LOG : DEBUG1,
+                        (errmsg("querygate http: %s", m.c_str())));
+            }
+        }
+        if (throttle_.summary_due(now, summary_))
+            ereport(LOG, (errmsg("querygate http: %s", summary_.c_str())));
+    }
+    long ms_until_due(LogThrottle::Clock::time_point now) const
+    {
+        return throttle_.ms_until_summary(now);
+    }
+
+  private:
+    HttpServer::LogLines lines_;
+    LogThrottle throttle_;
+    std::string summary_;
+};
 
 // Takes the pending connection if this worker should (src/http/accept_gate.hpp), and publishes its
 // connection count for the other workers either way.
@@ -149,8 +181,7 @@ void serve()
         [&handler](const HttpRequest &req, HttpResponse &resp) { handler.handle(req, resp); },
         [&handler](const HttpRequest &req, int status, HttpResponse &resp) {
             handler.refuse(req, status, resp);
-        },
-        log_http);
+        });
     if (!server.started())
         ereport(FATAL, (errmsg("querygate http worker could not start: %s",
                                server.start_error().c_str())));
@@ -171,6 +202,7 @@ void serve()
         AddWaitEventToSet(accepting, WL_SOCKET_READABLE, server.listen_fd(), nullptr, nullptr);
     AcceptGate gate;
     StatsReporter stats;
+    HttpLog http_log;
     // Whether the WAL flusher knows this worker holds answers (it then sets the latch after each
     // flush); told only on a change.
     bool waiting = false;
@@ -190,6 +222,7 @@ void serve()
         if (server.holding())
             timeout = sooner(timeout, 10);
         timeout = sooner(timeout, stats.report(now));
+        timeout = sooner(timeout, http_log.ms_until_due(now));
         if (!watching)
             timeout = sooner(timeout, gate.ms_until_watching(now));
         WaitEvent fired[4];
@@ -237,6 +270,7 @@ void serve()
         if (!server.holding())
             set_waiting(false);
         worker_load::publish(server.connections());
+        http_log.write(server, AcceptGate::Clock::now());
     }
 }
 

@@ -35,6 +35,8 @@ std::string trimmed(std::string_view s)
 bool reference_address(std::string_view text, int &family, unsigned char *addr)
 {
     std::string t = trimmed(text);
+    if (t.find('\0') != std::string::npos) // the text is an address only as a whole
+        return false;
     if (t.size() > 2 && t.front() == '[' && t.back() == ']')
         t = t.substr(1, t.size() - 2);
     unsigned char v6[16];
