@@ -163,10 +163,24 @@ PlanEntry &PlanCache::plan_for(const CachedQuery &query, Oid role)
     make_fresh(query, plan_ok, f); // throws with the entry untouched
 
     // Watch every relation, function, domain and schema any kept analysis depends on, before the
-    // entry is published: an entry that is not watched could go stale unnoticed.
-    watch(analysis_depends, f.analysis->depends, f.analysis->ndepends);
-    for (int c = 0; c < trust_object_cache_count; c++)
-        watch(trust_hashes[c], f.hashes[c], f.nhashes[c]);
+    // entry is published: an entry that is not watched could go stale unnoticed. The lists may
+    // fail to grow (bad_alloc): then the fresh plan and analysis, which nothing points at yet, are
+    // freed, and the entry is as it was.
+    try {
+        pg::fault_point("plan_watch");
+        watch(analysis_depends, f.analysis->depends, f.analysis->ndepends);
+        for (int c = 0; c < trust_object_cache_count; c++)
+            watch(trust_hashes[c], f.hashes[c], f.nhashes[c]);
+    } catch (...) {
+        pg::guard([&] {
+            if (f.plan != nullptr)
+                SPI_freeplan(f.plan);
+            if (f.plan_context != nullptr)
+                MemoryContextDelete(f.plan_context);
+            MemoryContextDelete(f.analysis_context);
+        });
+        throw;
+    }
 
     SPIPlanPtr old_plan = nullptr;
     MemoryContext old_plan_context = nullptr;

@@ -111,6 +111,24 @@ my $served = QuerygateTest::poll_until(sub {
 	return $r->{status} == 200 ? $r : undef;
 });
 $qg->expect_rows($served, [ { id => 3, v => 'other 3' } ], 'the next call once the fault is gone');
+
+# The same where the fresh plan and analysis are made but not yet published (plan_cache.cpp: the
+# watch lists cannot grow): they are freed, the entry stays as it was, and the next call re-plans.
+$qg->sql(q{SELECT querygate.save_query('other', 'SELECT id, v FROM pc_other WHERE id = :id AND 1 < 2')});
+$qg->set_and_reload('querygate.fault_injection', 'plan_watch');
+$faulted = QuerygateTest::poll_until(sub {
+	my $r = $qg->get('/q/other?id=4', key => $key);
+	return $r->{status} == 500 ? $r : undef;
+});
+$qg->expect_error($faulted, 500, 'internal_error', 'a call whose new plan cannot be published');
+$qg->sql('ALTER SYSTEM RESET querygate.fault_injection');
+$qg->sql('SELECT pg_reload_conf()');
+$served = QuerygateTest::poll_until(sub {
+	my $r = $qg->get('/q/other?id=4', key => $key);
+	return $r->{status} == 200 ? $r : undef;
+});
+$qg->expect_rows($served, [ { id => 4, v => 'other 4' } ], 'the next call once the fault is gone');
+$qg->expect_rows($qg->get('/q/kept?id=1', key => $key), [ { v => 'one', id => 1 } ], 'and the other queries');
 $qg->expect_error($qg->get('/q/dropped?id=1', key => $key . 'x'), 401, 'unauthorized',
 	'errors after it are reported as usual');
 is_deeply($qg->worker_pids, $pids, 'and the worker never restarted');
