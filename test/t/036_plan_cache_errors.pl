@@ -94,15 +94,30 @@ $qg->expect_rows($qg->get('/q/dropped?id=1', key => $key), [ { id => 1, v => 'ba
 $qg->expect_rows($qg->get('/q/other?id=2', key => $key), [ { id => 2, v => 'other 2' } ], 'other still');
 is_deeply($qg->worker_pids, $pids, 'still the same worker');
 
+# Sets querygate.fault_injection to $fault and returns the first call of query "other" (id $id)
+# that fails. The worker reads the setting when its SIGHUP arrives, which may be after a call has
+# already made the new plan without the fault, so each try saves a new revision (its own
+# $condition and the try's number): every call then makes a fresh plan, and the first one made
+# after the reload meets the fault. (The session that saves turns the fault off for itself: the
+# analysis at save time has the same fault point.)
+sub fault_on_new_plan
+{
+	my ($fault, $condition, $id) = @_;
+	$qg->set_and_reload('querygate.fault_injection', $fault);
+	my $try = 0;
+	return QuerygateTest::poll_until(sub {
+		$try++;
+		$qg->sql("SET querygate.fault_injection = ''; SELECT querygate.save_query('other', "
+			  . "'SELECT id, v FROM pc_other WHERE id = :id $condition AND $try > 0')");
+		my $r = $qg->get("/q/other?id=$id", key => $key);
+		return $r->{status} == 500 ? $r : undef;
+	});
+}
+
 # An exception where the analysis could run out of memory (querygate.fault_injection), with its
 # error context callback pushed inside pg::guard: the call is a 500 internal_error, and the worker
 # serves the next calls.
-$qg->sql(q{SELECT querygate.save_query('other', 'SELECT id, v FROM pc_other WHERE id = :id AND 0 < 1')});
-$qg->set_and_reload('querygate.fault_injection', 'analysis');
-my $faulted = QuerygateTest::poll_until(sub {
-	my $r = $qg->get('/q/other?id=3', key => $key);
-	return $r->{status} == 500 ? $r : undef;
-});
+my $faulted = fault_on_new_plan('analysis', 'AND 0 < 1', 3);
 $qg->expect_error($faulted, 500, 'internal_error', 'a call whose analysis throws');
 $qg->sql('ALTER SYSTEM RESET querygate.fault_injection');
 $qg->sql('SELECT pg_reload_conf()');
@@ -114,12 +129,7 @@ $qg->expect_rows($served, [ { id => 3, v => 'other 3' } ], 'the next call once t
 
 # The same where the fresh plan and analysis are made but not yet published (plan_cache.cpp: the
 # watch lists cannot grow): they are freed, the entry stays as it was, and the next call re-plans.
-$qg->sql(q{SELECT querygate.save_query('other', 'SELECT id, v FROM pc_other WHERE id = :id AND 1 < 2')});
-$qg->set_and_reload('querygate.fault_injection', 'plan_watch');
-$faulted = QuerygateTest::poll_until(sub {
-	my $r = $qg->get('/q/other?id=4', key => $key);
-	return $r->{status} == 500 ? $r : undef;
-});
+$faulted = fault_on_new_plan('plan_watch', 'AND 1 < 2', 4);
 $qg->expect_error($faulted, 500, 'internal_error', 'a call whose new plan cannot be published');
 $qg->sql('ALTER SYSTEM RESET querygate.fault_injection');
 $qg->sql('SELECT pg_reload_conf()');
