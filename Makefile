@@ -50,17 +50,23 @@ $(EXTENSION).control: extension/$(EXTENSION).control.in Makefile
 
 $(OBJS): $(HEADERS)
 
-.PHONY: test test-cassert run bench deps print-plain-cppflags print-version
+.PHONY: test test-cassert test-valgrind test-sanitize run bench deps print-plain-cppflags print-version
 # Installs what is missing, builds with warnings as errors, and runs every suite; ends with
 # "N passed, N failed".
 test:
 	test/run
 
-# The same suites against an assert-enabled PostgreSQL 15 of Debian's version (--enable-cassert,
-# -O1 -g, USE_VALGRIND), built from Debian's source package once per version into
-# /var/cache/querygate (scripts/build-pg-cassert prints its pg_config on its last line).
+# The same suites against PostgreSQL 15 of Debian's version built from Debian's source package,
+# once per version and flavour, into /var/cache/querygate (scripts/build-pg prints its pg_config
+# on its last line): assert-enabled (--enable-cassert, -O1 -g, USE_VALGRIND); the same again with
+# every server under Valgrind; or built with AddressSanitizer and UndefinedBehaviorSanitizer
+# (clang 14), the extension with them too. Each report of Valgrind or a sanitizer is a failure.
 test-cassert:
-	pg_config=$$(scripts/build-pg-cassert) && PG_CONFIG="$$(echo "$$pg_config" | tail -n 1)" test/run
+	pg_config=$$(scripts/build-pg cassert) && PG_CONFIG="$$(echo "$$pg_config" | tail -n 1)" test/run
+test-valgrind:
+	pg_config=$$(scripts/build-pg cassert) && PG_CONFIG="$$(echo "$$pg_config" | tail -n 1)" QUERYGATE_VALGRIND=1 test/run
+test-sanitize:
+	pg_config=$$(scripts/build-pg sanitize) && PG_CONFIG="$$(echo "$$pg_config" | tail -n 1)" test/run
 
 # A throwaway local cluster with the library preloaded, a small demo, and curl lines to paste.
 run:

@@ -41,10 +41,18 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(pct query_string json_encode json_decode poll_until sql_quote read_until_close
   read_response mask_secret hmac_of masked_text column_texts sql_error fresh_request poll_fresh
   start_request finish_request body_without_request_id b64url b64url_decode jwt_hs256 jwt_unsigned
-  openssl_key rsa_jwk ec_jwk public_pem jwt_openssl);
+  openssl_key rsa_jwk ec_jwk public_pem jwt_openssl timeouts);
+
+# How many times slower every process runs than on a plain build: test/run sets it for a
+# sanitized server (3) and under Valgrind (20); every time limit of these helpers is multiplied
+# by it (timeouts(), $POLL_TIMEOUT).
+our $TIME_FACTOR = $ENV{QUERYGATE_TIME_FACTOR} || 1;
+
+# Seconds stretched by $TIME_FACTOR: for a test's own time limits (never for a time it measures).
+sub timeouts { return $_[0] * $TIME_FACTOR; }
 
 # Seconds any readiness poll may take before the test gives up.
-our $POLL_TIMEOUT = 30;
+our $POLL_TIMEOUT = timeouts(30);
 
 my $JSON = JSON::PP->new->utf8->canonical->allow_nonref;
 
@@ -127,7 +135,7 @@ sub start
 	my $self = bless {
 		node => $node,
 		port => $http_port,
-		http => HTTP::Tiny->new(keep_alive => 1, timeout => 60),
+		http => HTTP::Tiny->new(keep_alive => 1, timeout => timeouts(60)),
 		keyn => 0,
 	}, $class;
 
@@ -149,13 +157,13 @@ sub base_url { return 'http://127.0.0.1:' . $_[0]{port}; }
 sub new_client
 {
 	my ($self, %o) = @_;
-	return HTTP::Tiny->new(keep_alive => 1, timeout => 60, %o);
+	return HTTP::Tiny->new(keep_alive => 1, timeout => timeouts(60), %o);
 }
 
 sub wait_health
 {
 	my ($self) = @_;
-	my $probe = HTTP::Tiny->new(keep_alive => 0, timeout => 5);
+	my $probe = HTTP::Tiny->new(keep_alive => 0, timeout => timeouts(5));
 	return poll_until(
 		sub {
 			my $r = $probe->get($self->base_url . '/health');
@@ -334,7 +342,7 @@ sub worker_pids
 sub raw_exchange
 {
 	my ($self, $bytes, %o) = @_;
-	my $timeout = $o{timeout} // 5;
+	my $timeout = $o{timeout} // timeouts(5);
 	my $sock = $self->connect_raw;
 	syswrite($sock, $bytes) if length $bytes;
 	if ($o{close_after})
@@ -468,7 +476,7 @@ sub sql_error
 sub fresh_request
 {
 	my ($qg, $method, $path, %o) = @_;
-	return $qg->request($method, $path, %o, client => $qg->new_client(keep_alive => 0, timeout => 30));
+	return $qg->request($method, $path, %o, client => $qg->new_client(keep_alive => 0, timeout => timeouts(30)));
 }
 
 # Polls until $check (given a response from $make_request, each on a fresh connection) holds for
