@@ -59,7 +59,12 @@ struct QueryRunner::State {
     // The session's search_path as last set by a committed call; unknown after an abort.
     std::string search_path;
     bool search_path_known = false;
+    // Per request, reset when it ends. Current while a transaction ends (commit, abort), which
+    // deletes the contexts that were current during the call (pg_guard.hpp).
     MemoryContext request_context = nullptr;
+    // Current when the call's SPI connection was made, and again after SPI_finish: the context
+    // end_call is entered from.
+    MemoryContext call_context = nullptr;
 
     // Filled while a call runs; read by the error path.
     Phase phase = Phase::setup;
@@ -132,6 +137,7 @@ void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &call
     Oid *user = &saved_user;
     int *context = &saved_sec_context;
     int *nest = &guc_nest_level;
+    MemoryContext *outer = &call_context;
     pg::guard([&] {
         pgstat_report_activity(STATE_RUNNING, activity);
         // Transaction-local, set while still the worker's superuser: querygate.tenant is
@@ -146,6 +152,7 @@ void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &call
         GetUserIdAndSecContext(user, context);
         // LOCAL_USERID_CHANGE also forbids SET ROLE inside the call.
         SetUserIdAndSecContext(role, *context | SECURITY_LOCAL_USERID_CHANGE);
+        *outer = CurrentMemoryContext;
         if (SPI_connect() != SPI_OK_CONNECT)
             elog(ERROR, "querygate: SPI_connect failed");
         if (timeout > 0)
@@ -159,6 +166,9 @@ void QueryRunner::State::end_call()
     Oid user = saved_user;
     int context = saved_sec_context;
     int nest = guc_nest_level;
+    // Not from SPI's procedure context, which is current after the call ran and which SPI_finish
+    // deletes: the checks after it may raise an error (a read call that wrote, say).
+    MemoryContextSwitchTo(call_context);
     pg::guard([&] {
         disable_timeout(STATEMENT_TIMEOUT, false);
         SPI_finish();
@@ -271,6 +281,7 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
 void QueryRunner::State::abort_call()
 {
     bool aborted = false;
+    MemoryContextSwitchTo(request_context); // outlives the transaction's contexts
     try {
         pg::guard([] {
             // What PostgresMain does after an error: no timeout or cancel may outlive the call.
@@ -430,6 +441,7 @@ CallResult QueryRunner::run(const CallRequest &request)
         // Every path that got here ends its transaction with a commit (a read-only one costs
         // nothing); errors took the abort path below instead.
         s.group_commit.committing();
+        MemoryContextSwitchTo(s.request_context); // outlives the transaction's contexts
         pg::guard([] {
             PopActiveSnapshot();
             CommitTransactionCommand();

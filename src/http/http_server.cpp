@@ -203,10 +203,20 @@ struct HttpServer::Callbacks {
             return send(conn, resp);
         } catch (const std::exception &e) {
             self->keep_log(self->log_.faults, e.what());
+            return internal_error(self, state, conn);
+        } catch (...) {
+            return internal_error(self, state, conn);
+        }
+    }
+
+    // A request whose handling threw: the documented 500 with a request id, made in a try of its
+    // own, because nothing may be thrown back into libmicrohttpd (no memory even for that answer:
+    // the connection is closed without one).
+    static MHD_Result internal_error(HttpServer *self, RequestState *state, MHD_Connection *conn)
+    {
+        try {
             HttpResponse resp;
-            resp.status = 500;
-            resp.body = std::string(R"({"error":"internal error","code":")") +
-                        error_code::internal_error.code + "\"}";
+            self->refusal_(state != nullptr ? state->request : HttpRequest(), 500, resp);
             return send(conn, resp);
         } catch (...) {
             return MHD_NO;

@@ -41,9 +41,13 @@ void guard_call(void (*fn)(void *), void *arg)
     }
     PG_CATCH();
     {
-        MemoryContextSwitchTo(oldcontext);
+        // Copied into TopMemoryContext, which always exists, and freed below as soon as it is
+        // read; only then is the caller's context current again (pg_guard.hpp: it must outlive
+        // the callable).
+        MemoryContextSwitchTo(TopMemoryContext);
         edata = CopyErrorData();
         FlushErrorState();
+        MemoryContextSwitchTo(oldcontext);
     }
     PG_END_TRY();
 

@@ -11,6 +11,13 @@
 // when it calls PostgreSQL: only PostgreSQL calls and plain data. Objects captured by reference
 // from the caller are fine: they live outside the jump.
 //
+// On an error the memory context that was current when guard() was entered is made current
+// again, as PG_CATCH blocks do. That context must outlive the callable: a callable that deletes
+// it (SPI_finish deletes SPI's procedure context, a commit or an abort the transaction's
+// contexts) is entered from a context that survives it. Otherwise an error after the deletion
+// would leave CurrentMemoryContext pointing at a freed context, which the next palloc would use
+// (a context freed to aset.c's free list is still mapped: only Valgrind sees it).
+//
 // The other direction: a C++ exception must never escape into PostgreSQL. Every extern "C" entry
 // point (SQL functions, the worker's main, libmicrohttpd callbacks) catches and converts, with
 // pg::rethrow_as_ereport() for SQL-callable functions.

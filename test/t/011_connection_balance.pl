@@ -69,8 +69,14 @@ my @h = held(8);
 note('connections per worker after a burst of 8: ' . join('/', @h));
 # Both workers wake for the burst; the one holding more leaves each connection 1 ms for the other,
 # so a worker descheduled for longer can end up with one or two more (4/4 and 5/3 seen here).
-ok($h[0] >= 2 && $h[1] >= 2, 'the burst is shared out: neither worker holds more than 6 of 8 ('
-	  . join('/', @h) . ')');
+# Under Valgrind (20 times slower) 1 ms is nothing: the first worker awake takes the burst.
+SKIP:
+{
+	skip 'the 1 ms preference is a matter of time, which Valgrind stretches', 1
+	  if $QuerygateTest::TIME_FACTOR >= 10;
+	ok($h[0] >= 2 && $h[1] >= 2, 'the burst is shared out: neither worker holds more than 6 of 8 ('
+		  . join('/', @h) . ')');
+}
 close $_ for @burst;
 held(0);
 
