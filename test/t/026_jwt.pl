@@ -48,6 +48,14 @@ my $now = time();
 my %claims = (sub => 'user-1', policy => 'jwt_reader', exp => $now + 600, iat => $now, nbf => $now - 5, role_hint => 'x');
 sub claims { return { %claims, @_ }; }
 sub hs { return jwt_hs256(claims(@_), $secret); }
+# The JSON text of valid claims with one more member (a claim they already have) at the end.
+sub with_repeated
+{
+	my ($member) = @_;
+	my $text = json_encode(claims());
+	$text =~ s/\}$/,$member}/;
+	return $text;
+}
 
 my $rid = 'jwt-test';
 my $bad = $qg->get('/q/whoami', key => 'qg_' . ('B' x 43), headers => { 'X-Request-Id' => $rid });
@@ -169,6 +177,11 @@ my @bad = (
 	[ 'a policy claim that is not a string', hs(policy => [ 'jwt_reader' ]) ],
 	[ 'RS256 expired', jwt_openssl('RS256', $rsa, claims(exp => $now - 3600), kid => 'rsa1') ],
 	[ 'ES256 not yet valid', jwt_openssl('ES256', $ec, claims(nbf => $now + 3600), kid => 'ec1') ],
+	# A claim given twice (RFC 7519 lets a verifier refuse it; which copy wins would depend on
+	# the parser): refused, whatever the second copy says.
+	[ 'two policy claims, the second another policy', jwt_hs256(with_repeated('"policy":"jwt_other"'), $secret) ],
+	[ 'two exp claims, the second expired', jwt_hs256(with_repeated('"exp":' . ($now - 3600)), $secret) ],
+	[ 'two exp claims, the second later', jwt_hs256(with_repeated('"exp":' . ($now + 99999)), $secret) ],
 	[ 'two parts', "$h.$p" ],
 	[ 'four parts', "$h.$p.$s.$s" ],
 	[ 'not base64url', "$h.$p.\$\$\$" ],
