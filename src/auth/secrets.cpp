@@ -2,7 +2,10 @@
 // SHA-256: well-kept implementations, never our own.
 #include "auth/secrets.hpp"
 
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
@@ -40,6 +43,65 @@ void base64url(const unsigned char *in, std::size_t len, char *out)
     out[o] = '\0';
 }
 
+// OpenSSL 3's one-shot SHA256() and HMAC() look their algorithm up, and allocate and free a
+// context, on every call (EVP_Q_digest, EVP_Q_mac). A worker hashes the presented key on every
+// call and every value of a hashed column it serves, so each algorithm is fetched once per
+// process and one context kept (a worker has one thread). Should a fetch or an allocation fail,
+// the one-shot functions are used instead: slower, the same result.
+struct Digest {
+    EVP_MD *md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+};
+
+Digest &digest()
+{
+    static Digest d;
+    return d;
+}
+
+// The HMAC context keeps the last key it was given: the mask secret, the same for every value.
+struct Mac {
+    EVP_MAC *mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    EVP_MAC_CTX *ctx = mac != nullptr ? EVP_MAC_CTX_new(mac) : nullptr;
+    unsigned char key[64]; // keys longer than a block are hashed first (hmac_sha256)
+    std::size_t key_len = 0;
+    bool keyed = false; // ctx holds key[0, key_len)
+};
+
+Mac &mac()
+{
+    static Mac m;
+    return m;
+}
+
+bool hmac_with_context(const void *key, std::size_t key_len, const void *data, std::size_t len,
+                       unsigned char out[sha256_length])
+{
+    Mac &m = mac();
+    if (m.ctx == nullptr || key_len > sizeof(m.key))
+        return false;
+    const bool same = m.keyed && m.key_len == key_len && std::memcmp(m.key, key, key_len) == 0;
+    if (same) {
+        // A NULL key starts a new message under the key the context already holds.
+        if (EVP_MAC_init(m.ctx, nullptr, 0, nullptr) != 1)
+            return false;
+    } else {
+        m.keyed = false;
+        char sha256_name[] = "SHA256";
+        OSSL_PARAM params[] = {
+            OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, sha256_name, 0),
+            OSSL_PARAM_construct_end()};
+        if (EVP_MAC_init(m.ctx, static_cast<const unsigned char *>(key), key_len, params) != 1)
+            return false;
+        std::memcpy(m.key, key, key_len);
+        m.key_len = key_len;
+        m.keyed = true;
+    }
+    std::size_t out_len = 0;
+    return EVP_MAC_update(m.ctx, static_cast<const unsigned char *>(data), len) == 1 &&
+           EVP_MAC_final(m.ctx, out, &out_len, sha256_length) == 1 && out_len == sha256_length;
+}
+
 } // namespace
 
 bool new_key(char *out)
@@ -63,6 +125,12 @@ bool random_bytes(unsigned char *out, std::size_t n)
 
 void sha256(const void *data, std::size_t len, unsigned char out[sha256_length])
 {
+    Digest &d = digest();
+    unsigned int out_len = 0;
+    if (d.md != nullptr && d.ctx != nullptr && EVP_DigestInit_ex2(d.ctx, d.md, nullptr) == 1 &&
+        EVP_DigestUpdate(d.ctx, data, len) == 1 && EVP_DigestFinal_ex(d.ctx, out, &out_len) == 1 &&
+        out_len == sha256_length)
+        return;
     SHA256(static_cast<const unsigned char *>(data), len, out);
 }
 
@@ -77,6 +145,8 @@ void hmac_sha256(const void *key, std::size_t key_len, const void *data, std::si
         key = hashed;
         key_len = sha256_length;
     }
+    if (hmac_with_context(key, key_len, data, len, out))
+        return;
     unsigned int out_len = sha256_length;
     HMAC(EVP_sha256(), key, static_cast<int>(key_len), static_cast<const unsigned char *>(data),
          len, out, &out_len);

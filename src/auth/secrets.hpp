@@ -1,5 +1,6 @@
-// Key secrets: generation, encoding and hashing (OpenSSL). Pure C++, no PostgreSQL header, no
-// allocation: callable from PostgreSQL-style code without crossing the boundary.
+// Key secrets: generation, encoding and hashing (OpenSSL). Pure C++, no PostgreSQL header, nothing
+// that throws: callable from PostgreSQL-style code without crossing the boundary. (The hashes keep
+// OpenSSL's algorithm and context from their first call for the process's life: secrets.cpp.)
 #pragma once
 
 #include <cstddef>

@@ -172,6 +172,31 @@ void hashes()
     std::memset(out, 0x77, sizeof(out));
     secrets::hmac_sha256("k", 1, "d", 1, out);
     ok(out[32] == 0x77 && out[35] == 0x77, "hmac_sha256: nothing written past 32 bytes");
+
+    // The context keeps the last key: the same key again, another key, a key that differs in its
+    // last byte or only in length, and back, each give what a fresh computation gives.
+    const std::string case2 = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+    bool kept = true;
+    for (int i = 0; i < 3; i++)
+        kept = kept && hmac("Jefe", "what do ya want for nothing?") == case2;
+    ok(kept, "hmac_sha256: the same key three times in a row");
+    is(hmac("Jeff", "what do ya want for nothing?"),
+       hmac(std::string("Jeff"), std::string("what do ya want for nothing?")),
+       "hmac_sha256: a key differing in its last byte (stable)");
+    ok(hmac("Jeff", "what do ya want for nothing?") != case2,
+       "hmac_sha256: a key differing in its last byte is another key");
+    ok(hmac("Jef", "what do ya want for nothing?") != case2,
+       "hmac_sha256: a key that is a prefix is another key");
+    is(hmac("Jefe", "what do ya want for nothing?"), case2, "hmac_sha256: back to the first key");
+    is(hmac(std::string(20, '\x0b'), "Hi There"),
+       "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
+       "hmac_sha256: RFC 4231 case 1 after other keys");
+    is(hmac(std::string(64, 'k'), "d"), hmac(std::string(64, 'k'), "d"),
+       "hmac_sha256: a key of exactly one block, twice");
+    ok(hmac(std::string(64, 'k'), "d") != hmac(std::string(65, 'k'), "d"),
+       "hmac_sha256: one block and one byte more are different keys");
+    is(sha256("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+       "sha256: abc again, after the HMACs");
 }
 
 void hex_text()
