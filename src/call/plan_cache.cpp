@@ -221,3 +221,13 @@ const PolicyDecision &PlanCache::decision_for(PlanEntry &entry, const CachedPoli
     }
     return slot.second;
 }
+
+bool PlanCache::known_write(const CachedQuery &query, Oid role) const
+{
+    const auto it = plans_.find({query.name, role});
+    if (it == plans_.end())
+        return false;
+    const PlanEntry &entry = it->second;
+    return entry.plan != nullptr && entry.revision == query.revision && entry.analysis != nullptr &&
+           entry.analysis_epoch == analysis_epoch && entry.analysis->write_ops != 0;
+}

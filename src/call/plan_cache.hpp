@@ -48,6 +48,9 @@ class PlanCache {
     // transaction and SPI connection, as the role. Throws pg::PgError (the entry is then
     // unchanged).
     PlanEntry &plan_for(const CachedQuery &query, Oid role);
+    // Whether the query as the role is a write by an entry that is still fresh: a worker then
+    // hands a call to a write helper without planning it (QueryRunner::run). Any transaction.
+    bool known_write(const CachedQuery &query, Oid role) const;
     // The policy's decision about the entry's analysis, made once per catalog generation.
     const PolicyDecision &decision_for(PlanEntry &entry, const CachedPolicy &policy,
                                        uint64_t generation);

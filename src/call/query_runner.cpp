@@ -366,13 +366,14 @@ ApiError QueryRunner::State::may_run_as(const CachedPolicy &policy)
     return ApiError();
 }
 
-CallResult QueryRunner::run(const CallRequest &request)
+CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
 {
     State &s = *state_;
     CallResult result;
     const CachedQuery *query = nullptr;
     s.phase = Phase::setup;
     s.failing_param = -1;
+    const bool hand_off = may_hand_off && !settings::group_commit && settings::write_helpers > 0;
 
     // Only the hash of a secret is ever compared or stored.
     unsigned char digest[secrets::sha256_length];
@@ -411,6 +412,10 @@ CallResult QueryRunner::run(const CallRequest &request)
             result.error = std::move(bad);
         } else if (ApiError refused = s.may_run_as(*caller.policy); refused.set()) {
             result.error = std::move(refused);
+        } else if (hand_off && s.plans.known_write(*query, caller.policy->run_as)) {
+            // A write planned here before: the helper plans and decides it again, so this worker
+            // need not (its role, plan and decision cost about as much as the rest of the check).
+            result.for_helper = true;
         } else {
             const Oid role = caller.policy->run_as;
             s.begin_call(*query, caller, role);
@@ -423,6 +428,8 @@ CallResult QueryRunner::run(const CallRequest &request)
                     api_errors::make(error_code::read_only, "writes are turned off on this server");
             } else if (decision.refused()) {
                 result.error = api_errors::make(decision.refusal, decision.refusal_message);
+            } else if (entry.analysis->write_ops != 0 && hand_off) {
+                result.for_helper = true; // this read-only transaction commits, having run nothing
             } else {
                 // A granted write (the decision checked the policy's operations) runs in a
                 // read-write transaction; everything else stays read-only.

@@ -18,7 +18,12 @@ class QueryRunner {
 
     // Once, after the worker has connected to its database.
     void start();
-    CallResult run(const CallRequest &request);
+    // With may_hand_off, a granted write is not run: the result says so (for_helper), after the
+    // checks every call passes here (key, grant, parameters, the policy's role; the plan and the
+    // policy's decision only the first time, when it is not yet known to be a write), and a write
+    // helper runs the whole call again (src/worker/write_helpers.hpp). Never with
+    // querygate.group_commit on, whose writes wait for no flush in the worker anyway.
+    CallResult run(const CallRequest &request, bool may_hand_off = false);
 
     struct State; // query_runner.cpp
 

@@ -28,4 +28,7 @@ struct CallResult {
     ApiError error;   // set() when the call failed
     std::string body; // JSON rows on success
     bool has_more = false;
+    // A write the runner did not run because a write helper can (QueryRunner::run's
+    // may_hand_off): the worker sends the request to one (src/worker/write_helpers.hpp).
+    bool for_helper = false;
 };

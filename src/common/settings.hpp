@@ -14,6 +14,7 @@ extern int max_body_size;      // querygate.max_body_size, bytes (reload)
 extern bool allow_writes;      // querygate.allow_writes: the server-wide switch for writes (reload)
 extern bool group_commit;      // querygate.group_commit: writes share WAL flushes (reload)
 extern int busy_poll;          // querygate.busy_poll, us a worker polls before sleeping (reload)
+extern int write_helpers;      // querygate.write_helpers: helper processes per worker (reload)
 extern char *trusted_proxies;  // querygate.trusted_proxies: CIDRs whose X-Forwarded-For is believed
 extern char *jwt_secret;       // querygate.jwt_secret: HS256 key, superuser-only (reload)
 extern char *jwt_issuer;       // querygate.jwt_issuer (reload)

@@ -41,17 +41,17 @@ bool HttpRequest::header_list(const char *lower_name, std::string &out) const
     return found;
 }
 
-namespace {
-
 // Per-request state between libmicrohttpd callbacks, made when the request line arrives.
-struct RequestState {
+struct HttpServer::RequestState {
     HttpRequest request;
     bool started = false;       // the first access callback ran
     bool too_many_args = false; // the query string was cut (cut_query_string)
     bool too_large = false;
-    bool held = false; // the response waits in `response` for release_held()
+    bool held = false; // the response waits in `response`; the connection was resumed for it
     HttpResponse response;
 };
+
+namespace {
 
 std::string lowercase(const char *s, size_t n)
 {
@@ -143,10 +143,10 @@ struct HttpServer::Callbacks {
                              void **con_cls)
     {
         auto *self = static_cast<HttpServer *>(cls);
-        auto *state = static_cast<RequestState *>(*con_cls);
+        auto *state = static_cast<HttpServer::RequestState *>(*con_cls);
         try {
             if (state == nullptr) { // request_line could not allocate it
-                state = new RequestState();
+                state = new HttpServer::RequestState();
                 *con_cls = state;
             }
             if (!state->started) {
@@ -168,7 +168,8 @@ struct HttpServer::Callbacks {
                 }
                 return MHD_YES;
             }
-            if (state->held) // resumed by release_held(): the writes it may show are durable
+            // Resumed by release_held() (the writes it may show are durable) or answer_later().
+            if (state->held)
                 return send(conn, state->response);
             if (*upload_data_size > 0) {
                 size_t n = *upload_data_size;
@@ -192,14 +193,14 @@ struct HttpServer::Callbacks {
                 self->refusal_(state->request, 413, resp);
             else
                 self->handler_(state->request, resp);
-            if (const std::uint64_t mark = self->hold_ ? self->hold_() : 0) {
-                self->held_.reserve(self->held_.size() + 1); // no allocation after suspending
-                state->response = std::move(resp);
-                state->held = true;
+            if (resp.later != 0) {
+                self->later_.reserve(self->later_.size() + 1); // no allocation after suspending
                 MHD_suspend_connection(conn);
-                self->held_.emplace_back(mark, conn);
+                self->later_.push_back(Later{resp.later, conn, state});
                 return MHD_YES;
             }
+            if (self->hold(conn, state, resp))
+                return MHD_YES;
             return send(conn, resp);
         } catch (const std::exception &e) {
             self->keep_log(self->log_.faults, e.what());
@@ -212,7 +213,8 @@ struct HttpServer::Callbacks {
     // A request whose handling threw: the documented 500 with a request id, made in a try of its
     // own, because nothing may be thrown back into libmicrohttpd (no memory even for that answer:
     // the connection is closed without one).
-    static MHD_Result internal_error(HttpServer *self, RequestState *state, MHD_Connection *conn)
+    static MHD_Result internal_error(HttpServer *self, HttpServer::RequestState *state,
+                                     MHD_Connection *conn)
     {
         try {
             HttpResponse resp;
@@ -228,7 +230,7 @@ struct HttpServer::Callbacks {
     static void *request_line(void *, const char *uri, MHD_Connection *)
     {
         try {
-            auto *state = new RequestState();
+            auto *state = new HttpServer::RequestState();
             state->too_many_args = cut_query_string(uri);
             return state;
         } catch (...) {
@@ -238,7 +240,7 @@ struct HttpServer::Callbacks {
 
     static void completed(void *, MHD_Connection *, void **con_cls, enum MHD_RequestTerminationCode)
     {
-        delete static_cast<RequestState *>(*con_cls);
+        delete static_cast<HttpServer::RequestState *>(*con_cls);
         *con_cls = nullptr;
     }
 
@@ -278,9 +280,57 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal)
 HttpServer::~HttpServer()
 {
     // libmicrohttpd may not be stopped with suspended connections.
+    // Calls still with a helper get the 503 of a server stopping (or, with no memory for it, a
+    // closed connection).
+    for (const Later &later : later_) {
+        later.state->held = true; // resumed, it is answered, never handled again
+        later.state->response.status = 503;
+        try {
+            HttpResponse resp;
+            refusal_(later.state->request, 503, resp);
+            later.state->response = std::move(resp);
+        } catch (...) {
+        }
+        MHD_resume_connection(later.connection);
+    }
+    later_.clear();
     release_held(UINT64_MAX);
     if (daemon_ != nullptr)
         MHD_stop_daemon(daemon_);
+}
+
+bool HttpServer::hold(MHD_Connection *conn, RequestState *state, HttpResponse &resp)
+{
+    const std::uint64_t mark = hold_ ? hold_() : 0;
+    if (mark == 0)
+        return false;
+    held_.reserve(held_.size() + 1); // no allocation after suspending
+    state->response = std::move(resp);
+    state->held = true;
+    MHD_suspend_connection(conn);
+    held_.emplace_back(mark, conn);
+    return true;
+}
+
+bool HttpServer::answer_later(std::uint64_t token, HttpResponse &&response)
+{
+    const auto it = std::find_if(later_.begin(), later_.end(),
+                                 [token](const Later &l) { return l.token == token; });
+    if (it == later_.end())
+        return false;
+    held_.reserve(held_.size() + 1); // may throw: before anything changed
+    const Later later = *it;
+    later_.erase(it);
+    // The connection is suspended already: held, it stays so; otherwise it is resumed to send.
+    const std::uint64_t mark = hold_ ? hold_() : 0;
+    later.state->response = std::move(response);
+    later.state->held = true;
+    if (mark != 0) {
+        held_.emplace_back(mark, later.connection);
+        return true;
+    }
+    MHD_resume_connection(later.connection);
+    return true;
 }
 
 bool HttpServer::release_held(std::uint64_t upto)

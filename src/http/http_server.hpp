@@ -81,13 +81,29 @@ class HttpServer {
     bool holding() const { return !held_.empty(); }
     bool release_held(std::uint64_t upto);
 
+    // Answers made later (a write run by a write helper, src/worker/write_helpers.hpp): a response
+    // the handler marked `later` is not sent; its connection is suspended until answer_later()
+    // gives the answer under the same token (held for a flush like any other, if hold() says so);
+    // the next run() sends it. False when no request waits under that token.
+    bool answer_later(std::uint64_t token, HttpResponse &&response);
+    std::size_t waiting_later() const { return later_.size(); }
+
     void set_max_body_size(std::size_t bytes) { max_body_size_ = bytes; }
     std::size_t max_body_size() const { return max_body_size_; }
 
     // Used by the libmicrohttpd callbacks (http_server.cpp); not part of the interface.
     struct Callbacks;
+    struct RequestState;
 
   private:
+    struct Later {
+        std::uint64_t token;
+        MHD_Connection *connection;
+        RequestState *state;
+    };
+    // Holds a made response until `mark` is flushed (suspended), or false when no hold applies.
+    bool hold(MHD_Connection *conn, RequestState *state, HttpResponse &resp);
+
     void keep_log(std::vector<std::string> &lines, const char *message) noexcept;
 
     MHD_Daemon *daemon_ = nullptr;
@@ -97,6 +113,7 @@ class HttpServer {
     LogLines log_;
     HoldCheck hold_;
     std::vector<std::pair<std::uint64_t, MHD_Connection *>> held_; // (mark, connection)
+    std::vector<Later> later_;
     std::size_t max_body_size_ = 1024 * 1024;
     std::uint64_t answered_ = 0;
     std::string start_error_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,9 @@ struct HttpResponse {
     std::string content_type = "application/json";
     std::string body;
     std::vector<std::pair<std::string, std::string>> headers;
+    // Nonzero: no answer yet; it comes later under this token (HttpServer::answer_later), and the
+    // connection waits suspended until then.
+    std::uint64_t later = 0;
 
     void add_header(std::string name, std::string value)
     {

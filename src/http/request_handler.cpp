@@ -211,7 +211,8 @@ void write_error(HttpResponse &response, const ApiError &error, const std::strin
         response.add_header("WWW-Authenticate", "Bearer");
 }
 
-RequestHandler::RequestHandler(QueryRunner &runner) : runner_(runner), id_state_(0)
+RequestHandler::RequestHandler(QueryRunner &runner, CallHandOff *hand_off)
+    : runner_(runner), hand_off_(hand_off), id_state_(0)
 {
     if (RAND_bytes(reinterpret_cast<unsigned char *>(&id_state_), sizeof(id_state_)) != 1 ||
         id_state_ == 0)
@@ -267,6 +268,8 @@ void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse
     else if (status == 501)
         e = api_errors::make(ErrorCode{status, error_code::invalid_request},
                              "the request's Transfer-Encoding is not supported (only chunked)");
+    else if (status == 503)
+        e = api_errors::make(error_code::unavailable, "the server is stopping");
     else if (status >= 500)
         e = api_errors::make(ErrorCode{status, error_code::internal_error.code},
                              "the request could not be processed");
@@ -280,8 +283,7 @@ void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse
 void RequestHandler::handle(const HttpRequest &request, HttpResponse &response)
 {
     std::string id = request_id(request);
-    response.add_header("X-Request-Id", id);
-    response.add_header("Cache-Control", "no-store");
+    start_response(response, id);
     const std::string &path = request.path;
     if (path == "/health") {
         if (request.method != "GET" && request.method != "HEAD") {
@@ -338,14 +340,50 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         write_error(response, error, id);
         return;
     }
-    CallResult result = runner_.run(call);
+    CallResult result = runner_.run(call, hand_off_ != nullptr);
+    if (result.for_helper) {
+        // Nothing may throw once the helper has the call: the room and the record come first.
+        Later waiting{++last_token_, call.page, call.page_size, id};
+        later_.reserve(later_.size() + 1);
+        if (hand_off_->hand_off(waiting.token, call)) {
+            response.later = waiting.token;
+            later_.push_back(std::move(waiting));
+            return;
+        }
+        result = runner_.run(call); // no helper free: this worker runs it
+    }
+    answer_call(result, call.page, call.page_size, response, id);
+}
+
+void RequestHandler::answer_call(CallResult &result, long page, long page_size,
+                                 HttpResponse &response, const std::string &id)
+{
     if (result.error.set()) {
         write_error(response, result.error, id);
         return;
     }
     response.status = 200;
     response.body = std::move(result.body);
-    response.add_header("X-Page", std::to_string(call.page));
-    response.add_header("X-Page-Size", std::to_string(call.page_size));
+    response.add_header("X-Page", std::to_string(page));
+    response.add_header("X-Page-Size", std::to_string(page_size));
     response.add_header("X-Has-More", result.has_more ? "true" : "false");
+}
+
+bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpResponse &response)
+{
+    const auto it = std::find_if(later_.begin(), later_.end(),
+                                 [token](const Later &l) { return l.token == token; });
+    if (it == later_.end())
+        return false;
+    const Later later = std::move(*it);
+    later_.erase(it);
+    start_response(response, later.request_id);
+    answer_call(result, later.page, later.page_size, response, later.request_id);
+    return true;
+}
+
+void RequestHandler::start_response(HttpResponse &response, const std::string &id)
+{
+    response.add_header("X-Request-Id", id);
+    response.add_header("Cache-Control", "no-store");
 }

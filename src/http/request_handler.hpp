@@ -9,11 +9,24 @@
 
 #include <cstdint>
 
+// Where a write the runner did not run goes (src/worker/write_helpers.hpp): false when no helper
+// can take it now, and the worker runs it itself.
+class CallHandOff {
+  public:
+    virtual ~CallHandOff() = default;
+    virtual bool hand_off(std::uint64_t token, const CallRequest &call) = 0;
+};
+
 class RequestHandler {
   public:
-    explicit RequestHandler(QueryRunner &runner);
+    // Without a hand-off every call runs here.
+    explicit RequestHandler(QueryRunner &runner, CallHandOff *hand_off = nullptr);
 
+    // A call handed off is answered later: the response comes back marked `later` with a token,
+    // and finish() makes it from the helper's result.
     void handle(const HttpRequest &request, HttpResponse &response);
+    // The answer of the call handed off under `token`; false when no call waits under it.
+    bool finish(std::uint64_t token, CallResult &result, HttpResponse &response);
     // A request refused before it was read whole (413), or by libmicrohttpd itself (431, 400,
     // 505 ...: own_answers.hpp): the same JSON error shape.
     void refuse(const HttpRequest &request, int status, HttpResponse &response);
@@ -26,8 +39,22 @@ class RequestHandler {
 
     // The caller's address, behind querygate.trusted_proxies.
     std::string client_ip(const HttpRequest &request);
+    static void start_response(HttpResponse &response, const std::string &id);
+    static void answer_call(CallResult &result, long page, long page_size, HttpResponse &response,
+                            const std::string &id);
+
+    // What a call handed off still needs for its answer.
+    struct Later {
+        std::uint64_t token;
+        long page;
+        long page_size;
+        std::string request_id;
+    };
 
     QueryRunner &runner_;
+    CallHandOff *hand_off_;
+    std::vector<Later> later_;
+    std::uint64_t last_token_ = 0;
     std::vector<client_address::Cidr> trusted_;
     unsigned long trusted_generation_ = 0;
     uint64_t id_state_; // request-id generator (xorshift, seeded from OpenSSL once)

@@ -20,6 +20,7 @@ int max_body_size = 1024 * 1024;
 bool allow_writes = false;
 bool group_commit = false;
 int busy_poll = 50;
+int write_helpers = 4;
 char *trusted_proxies = nullptr;
 char *jwt_secret = nullptr;
 char *jwt_issuer = nullptr;
@@ -74,6 +75,14 @@ void define_reloadable()
                             "request before it sleeps; 0 sleeps at once.",
                             "It yields the CPU between looks, so other processes still run.",
                             &busy_poll, 50, 0, 1000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.write_helpers",
+                            "Processes each worker may start to run writes, so that a write "
+                            "waiting for its WAL flush or a lock holds no worker; 0 runs writes "
+                            "in the worker.",
+                            "Each helper is a background worker: they count against "
+                            "max_worker_processes, and without a free slot the worker runs the "
+                            "write itself.",
+                            &write_helpers, 4, 0, 64, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "querygate.trusted_proxies",
         "Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For header is believed.",

@@ -33,8 +33,10 @@ extern "C" {
 #include "worker/group_commit.hpp"
 #include "http/request_handler.hpp"
 #include "common/settings.hpp"
+#include "worker/stats_reporter.hpp"
 #include "worker/wal_flusher.hpp"
 #include "worker/worker_load.hpp"
+#include "worker/write_helpers.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -121,36 +123,6 @@ long sooner(long a, long b)
     return a < 0 ? b : b < 0 ? a : std::min(a, b);
 }
 
-// The calls' statistics (rows changed, WAL, I/O) reach the cumulative statistics system only when
-// reported, which PostgresMain does for ordinary backends when idle; without it autovacuum would
-// never learn of querygate's writes. The same rhythm: a report at most once a second while busy
-// (PostgreSQL rate-limits it), and a forced one once the wait it asks for has passed while idle.
-class StatsReporter {
-  public:
-    // Reports what is due; returns the ms until the next report is due, -1 for none.
-    long report(AcceptGate::Clock::time_point now)
-    {
-        if (due_ != AcceptGate::Clock::time_point{} && now >= due_) {
-            due_ = {};
-            (void)pgstat_report_stat(true);
-            return -1;
-        }
-        const long wait = pgstat_report_stat(false);
-        if (wait <= 0) {
-            due_ = {};
-            return -1;
-        }
-        if (due_ == AcceptGate::Clock::time_point{})
-            due_ = now + std::chrono::milliseconds(wait);
-        return std::max(
-            0L, static_cast<long>(
-                    std::chrono::duration_cast<std::chrono::milliseconds>(due_ - now).count()));
-    }
-
-  private:
-    AcceptGate::Clock::time_point due_{};
-};
-
 // Looks for ready events for up to querygate.busy_poll microseconds, yielding the CPU between
 // looks (sched_yield: the client, or any other process, gets the core meanwhile); 0 when none
 // came. When to look is BusyPoll's decision (src/http/busy_poll.hpp).
@@ -175,7 +147,9 @@ void serve()
     GroupCommit group_commit;
     QueryRunner runner(group_commit);
     runner.start();
-    RequestHandler handler(runner);
+    // Writes go to helper processes while this worker serves on (write_helpers.hpp).
+    WriteHelpers helpers;
+    RequestHandler handler(runner, &helpers);
     HttpServer server(
         listen_socket::shared_fd,
         [&handler](const HttpRequest &req, HttpResponse &resp) { handler.handle(req, resp); },
@@ -221,6 +195,10 @@ void serve()
         long timeout = server.timeout_ms();
         if (server.holding())
             timeout = sooner(timeout, 10);
+        // Helpers set the latch when a result is in, and their exit does too (bgw_notify_pid);
+        // the timeout only bounds a wake-up lost anyway.
+        if (helpers.busy() > 0)
+            timeout = sooner(timeout, 100);
         timeout = sooner(timeout, stats.report(now));
         timeout = sooner(timeout, http_log.ms_until_due(now));
         if (!watching)
@@ -254,6 +232,15 @@ void serve()
         group_commit.set_connections(server.connections());
         const std::uint64_t answered = server.answered();
         server.run();
+        // Results of writes handed to helpers: their answers go out in the same round.
+        bool finished = false;
+        helpers.collect([&](std::uint64_t token, CallResult &result) {
+            HttpResponse response;
+            if (handler.finish(token, result, response))
+                finished |= server.answer_later(token, std::move(response));
+        });
+        if (finished)
+            server.run();
         look = settings::busy_poll > 0 && busy_poll.should_look(server.answered() != answered);
         // Group commit: the round's writes go to the WAL flusher together (when none runs,
         // end_round flushed them itself); answers whose writes are durable go out now. The

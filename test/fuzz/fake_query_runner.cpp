@@ -18,7 +18,7 @@ QueryRunner::~QueryRunner() = default;
 
 void QueryRunner::start() {}
 
-CallResult QueryRunner::run(const CallRequest &request)
+CallResult QueryRunner::run(const CallRequest &request, bool)
 {
     fake_runner::calls++;
     fake_runner::last = request;

@@ -111,7 +111,10 @@ $node->start;
 ok($qg->wait_health, 'the server is back after the third crash');
 is($qg->sql('SELECT n FROM counters WHERE id = 4'), '15', 'writes flushed by the worker itself survive a crash');
 
-# Off (reload): writes commit as PostgreSQL would, one flush each; answers are the same.
+# Off (reload), and no write helpers (which would let writes that wait together share flushes,
+# test/t/041_write_helpers.pl): the worker commits each write as PostgreSQL would, one flush each;
+# answers are the same.
+$qg->set_and_reload('querygate.write_helpers', '0');
 $qg->set_and_reload('querygate.group_commit', 'off');
 $syncs = $qg->sql('SELECT wal_sync FROM pg_stat_wal');    # no write since the crash
 ($slept, @answers) = ten_writes_in_one_round(2);

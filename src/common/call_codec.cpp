@@ -1,0 +1,171 @@
+#include "common/call_codec.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+static_assert(std::is_same_v<long, std::int64_t>, "CallRequest's longs travel as 64 bits");
+
+namespace call_codec {
+
+namespace {
+
+// One byte that says which kind of message follows, so that a request is never read as a result.
+constexpr char request_tag = 'Q';
+constexpr char result_tag = 'R';
+
+class Writer {
+  public:
+    explicit Writer(std::string &out) : out_(out) {}
+    void flag(bool b) { out_.push_back(b ? '\1' : '\0'); }
+    void number(std::int64_t n) { out_.append(reinterpret_cast<const char *>(&n), sizeof(n)); }
+    void text(const std::string &s)
+    {
+        const auto n = static_cast<std::uint32_t>(s.size());
+        out_.append(reinterpret_cast<const char *>(&n), sizeof(n));
+        out_.append(s);
+    }
+
+  private:
+    std::string &out_;
+};
+
+class Reader {
+  public:
+    Reader(const char *data, std::size_t size) : at_(data), left_(size) {}
+    bool flag(bool &b)
+    {
+        if (left_ < 1 || (*at_ != '\0' && *at_ != '\1'))
+            return false;
+        b = *at_ == '\1';
+        at_++;
+        left_--;
+        return true;
+    }
+    bool tag(char expected)
+    {
+        if (left_ < 1 || *at_ != expected)
+            return false;
+        at_++;
+        left_--;
+        return true;
+    }
+    bool number(std::int64_t &n) // long on this platform (LP64): page and page_size
+    {
+        if (left_ < sizeof(n))
+            return false;
+        std::memcpy(&n, at_, sizeof(n));
+        at_ += sizeof(n);
+        left_ -= sizeof(n);
+        return true;
+    }
+    bool number(int &n)
+    {
+        std::int64_t v = 0;
+        if (!number(v) || v < INT32_MIN || v > INT32_MAX)
+            return false;
+        n = static_cast<int>(v);
+        return true;
+    }
+    bool text(std::string &s)
+    {
+        std::uint32_t n = 0;
+        if (left_ < sizeof(n))
+            return false;
+        std::memcpy(&n, at_, sizeof(n));
+        at_ += sizeof(n);
+        left_ -= sizeof(n);
+        if (left_ < n)
+            return false;
+        s.assign(at_, n);
+        at_ += n;
+        left_ -= n;
+        return true;
+    }
+    // A count of items that each take at least `min_bytes`: refused when more than could fit.
+    bool count(std::uint32_t &n, std::size_t min_bytes)
+    {
+        std::int64_t v = 0;
+        if (!number(v) || v < 0 || static_cast<std::uint64_t>(v) > left_ / min_bytes)
+            return false;
+        n = static_cast<std::uint32_t>(v);
+        return true;
+    }
+    bool done() const { return left_ == 0; }
+
+  private:
+    const char *at_;
+    std::size_t left_;
+};
+
+} // namespace
+
+void encode(const CallRequest &request, std::string &out)
+{
+    out.clear();
+    out.push_back(request_tag);
+    Writer w(out);
+    w.text(request.query);
+    w.text(request.secret);
+    w.text(request.bearer_token);
+    w.text(request.client_ip);
+    w.number(static_cast<std::int64_t>(request.params.size()));
+    for (const CallParam &p : request.params) {
+        w.text(p.name);
+        w.text(p.value);
+        w.flag(p.is_null);
+    }
+    w.number(request.page);
+    w.number(request.page_size);
+    w.text(request.request_id);
+}
+
+void encode(const CallResult &result, std::string &out)
+{
+    out.clear();
+    out.push_back(result_tag);
+    Writer w(out);
+    w.number(result.error.status);
+    w.text(result.error.code);
+    w.text(result.error.message);
+    w.number(static_cast<std::int64_t>(result.error.errors.size()));
+    for (const auto &e : result.error.errors) {
+        w.text(e.first);
+        w.text(e.second);
+    }
+    w.text(result.error.allow);
+    w.text(result.body);
+    w.flag(result.has_more);
+    w.flag(result.for_helper);
+}
+
+bool decode(const char *data, std::size_t size, CallRequest &out)
+{
+    Reader r(data, size);
+    std::uint32_t params = 0;
+    if (!r.tag(request_tag) || !r.text(out.query) || !r.text(out.secret) ||
+        !r.text(out.bearer_token) || !r.text(out.client_ip) || !r.count(params, 9))
+        return false;
+    out.params.assign(params, CallParam());
+    for (CallParam &p : out.params)
+        if (!r.text(p.name) || !r.text(p.value) || !r.flag(p.is_null))
+            return false;
+    return r.number(out.page) && r.number(out.page_size) && r.text(out.request_id) && r.done();
+}
+
+bool decode(const char *data, std::size_t size, CallResult &out)
+{
+    Reader r(data, size);
+    std::uint32_t errors = 0;
+    if (!r.tag(result_tag) || !r.number(out.error.status) || !r.text(out.error.code) ||
+        !r.text(out.error.message) || !r.count(errors, 8))
+        return false;
+    out.error.errors.assign(errors, {});
+    for (auto &e : out.error.errors)
+        if (!r.text(e.first) || !r.text(e.second))
+            return false;
+    return r.text(out.error.allow) && r.text(out.body) && r.flag(out.has_more) &&
+           r.flag(out.for_helper) && r.done();
+}
+
+} // namespace call_codec
