@@ -204,6 +204,18 @@ bool WriteHelpers::give(Helper &h, std::uint64_t token, std::string &request)
     return true;
 }
 
+// How many helpers this worker may start: querygate.write_helpers, but no more than its share of
+// the background worker slots the workers and the WAL flusher leave (one more is kept for
+// PostgreSQL's logical replication launcher). Without the share, the first worker to write would
+// take every slot and the others would run their writes themselves, each write stopping them.
+std::size_t WriteHelpers::most() const
+{
+    const int reserved = settings::workers + 2;
+    const int share =
+        std::max(1, (max_worker_processes - reserved) / std::max(1, settings::workers));
+    return static_cast<std::size_t>(std::min(settings::write_helpers, share));
+}
+
 bool WriteHelpers::hand_off(std::uint64_t token, const CallRequest &call)
 {
     if (settings::write_helpers <= 0)
@@ -215,7 +227,7 @@ bool WriteHelpers::hand_off(std::uint64_t token, const CallRequest &call)
     // failed: a busy worker would otherwise ask the postmaster on every write).
     for (;;) {
         Helper *h = idle_helper();
-        if (h == nullptr && helpers_.size() < static_cast<std::size_t>(settings::write_helpers) &&
+        if (h == nullptr && helpers_.size() < most() &&
             std::chrono::steady_clock::now() >= retry_after_) {
             h = start_helper();
             if (h == nullptr)

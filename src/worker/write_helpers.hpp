@@ -16,7 +16,8 @@
 // message queues (shm_mq, as parallel query's workers use): requests one way, results the other
 // (common/call_codec.hpp). The worker never waits on a queue: it sends and receives without
 // blocking, a long message over several rounds; the helper blocks on both. Helpers are started
-// when every running one is busy, up to querygate.write_helpers per worker, and live as long as
+// when every running one is busy, up to querygate.write_helpers per worker (and no more than a
+// worker's share of max_worker_processes, so that every worker gets helpers), and live as long as
 // their worker (the worker's exit detaches the segment, which ends them). Without a free helper
 // and without room for a new one (querygate.write_helpers reached, or no background worker slot
 // left in max_worker_processes), the call waits in the worker's queue for the first helper that is
@@ -70,6 +71,7 @@ class WriteHelpers final : public CallHandOff {
     };
     Helper *start_helper();
     Helper *idle_helper();
+    std::size_t most() const;
     // Sends the request (taking its bytes) to an idle helper; false, with the bytes given back,
     // when the helper turns out to have exited.
     bool give(Helper &h, std::uint64_t token, std::string &request);
