@@ -198,6 +198,7 @@ PlanEntry &PlanCache::plan_for(const CachedQuery &query, Oid role)
     entry.analysis = f.analysis;
     entry.analysis_epoch = epoch;
     entry.decisions.clear();
+    any_write_ = any_write_ || entry.analysis->write_ops != 0;
     // The old ones last, once nothing points at them.
     pg::guard([&] {
         if (old_plan != nullptr)
@@ -224,6 +225,8 @@ const PolicyDecision &PlanCache::decision_for(PlanEntry &entry, const CachedPoli
 
 bool PlanCache::known_write(const CachedQuery &query, Oid role) const
 {
+    if (!any_write_)
+        return false; // no lookup on every call of a worker that has never planned a write
     const auto it = plans_.find({query.name, role});
     if (it == plans_.end())
         return false;

@@ -57,4 +57,5 @@ class PlanCache {
 
   private:
     std::map<std::pair<std::string, Oid>, PlanEntry> plans_;
+    bool any_write_ = false; // some entry was ever planned as a write
 };
