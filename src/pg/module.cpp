@@ -13,6 +13,7 @@ extern "C" {
 #include "common/settings.hpp"
 #include "worker/wal_flusher.hpp"
 #include "worker/worker_load.hpp"
+#include "worker/worker_slots.hpp"
 
 #include <string>
 
@@ -106,6 +107,7 @@ void init()
     shmem_request_hook = request_shmem;
     prev_shmem_startup = shmem_startup_hook;
     shmem_startup_hook = startup_shmem;
+    worker_slots::reserve(); // before InitializeMaxBackends sizes shared memory for the slots
     register_processes();
 }
 

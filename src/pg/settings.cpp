@@ -20,7 +20,7 @@ int max_body_size = 1024 * 1024;
 bool allow_writes = false;
 bool group_commit = false;
 int busy_poll = 50;
-int write_helpers = 4;
+int write_helpers = 8;
 char *trusted_proxies = nullptr;
 char *jwt_secret = nullptr;
 char *jwt_issuer = nullptr;
@@ -80,9 +80,9 @@ void define_reloadable()
                             "waiting for its WAL flush or a lock holds no worker; 0 runs writes "
                             "in the worker.",
                             "Each helper is a background worker: they count against "
-                            "max_worker_processes, and without a free slot the worker runs the "
-                            "write itself.",
-                            &write_helpers, 4, 0, 64, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+                            "max_worker_processes, which querygate raises for them when it is "
+                            "not set.",
+                            &write_helpers, 8, 0, 64, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "querygate.trusted_proxies",
         "Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For header is believed.",

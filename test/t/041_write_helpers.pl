@@ -5,7 +5,7 @@
 # (max_worker_processes = 5: the worker, the WAL flusher and the logical replication launcher leave
 # two slots, the worker's share), a write waits for a free helper while the worker serves on; a helper killed during a call
 # gives its caller the documented 500 and the worker goes on; with no slot at all, the worker runs
-# writes itself.
+# writes itself. Last, querygate raises max_worker_processes when the administrator left it unset.
 use strict;
 use warnings;
 use IPC::Run;
@@ -180,5 +180,18 @@ is($bare->sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'quer
 	'0', 'no helper runs');
 like(slurp_file($bare->node->logfile), qr/no background worker slot is free for a write helper/,
 	'the server log says why');
+is($bare->sql('SHOW max_worker_processes'), '3', 'max_worker_processes set by the administrator is kept');
+
+# ---- max_worker_processes left at its default: querygate adds the slots of its workers, their
+# helpers and the WAL flusher to PostgreSQL's 8 (src/worker/worker_slots.hpp)
+my $roomy = QuerygateTest->start(name => 'default_slots', workers => 2,
+	conf => "querygate.write_helpers = 3
+");
+is($roomy->sql('SHOW max_worker_processes'), 8 + 2 * (1 + 3) + 1,
+	'an unset max_worker_processes is raised by querygate\'s processes');
+is($roomy->sql(q{SELECT source FROM pg_settings WHERE name = 'max_worker_processes'}), 'default',
+	'as a default, which any setting of the administrator outranks');
+like(slurp_file($roomy->node->logfile),
+	qr/querygate raised max_worker_processes from 8 to 17 for its 2 workers/, 'and the log says so');
 
 done_testing();
