@@ -131,6 +131,86 @@ CREATE TRIGGER jwks_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON jwks
 CREATE TRIGGER mask_secret_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON mask_secret
     FOR EACH STATEMENT EXECUTE FUNCTION catalog_changed();
 
+-- The audit log: every change to a catalog table, one row per row changed (one per TRUNCATE), written
+-- by the triggers below in the same transaction as the change, so a change rolled back leaves none.
+-- actor: the role that asked for it (the caller of the administration function, or the current user
+-- of a change made to a table directly); session_role: the session's login role; action: the
+-- administration function (save_query, create_key, ...), NULL for a direct change. policy and object
+-- name what changed (a query's, a policy's or a key's name, a grant's query, a mask's pattern).
+-- before and after are the row as JSON without its secret columns (api_key.key_hash,
+-- mask_secret.secret). Roles are kept by name: the log says who it was then, whatever becomes of the
+-- role. Nothing is recorded while CREATE or ALTER EXTENSION runs. Rows are kept by pg_dump; a
+-- restore adds the rows of the catalog it loads, as direct inserts by the restoring role.
+CREATE TABLE audit (
+    at            timestamptz NOT NULL DEFAULT clock_timestamp(),
+    xact          xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    actor         text NOT NULL,
+    session_role  text NOT NULL,
+    action        text,
+    catalog       text NOT NULL,
+    operation     text NOT NULL CHECK (operation IN ('insert', 'update', 'delete', 'truncate')),
+    policy        text,
+    object        text,
+    before        jsonb,
+    after         jsonb
+);
+CREATE INDEX audit_at ON audit (at);
+SELECT pg_catalog.pg_extension_config_dump('audit', '');
+
+CREATE FUNCTION audit_context() RETURNS text[]
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_audit_context';
+
+CREATE FUNCTION audit_change() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    context text[] := querygate.audit_context();
+    secret text[] := CASE TG_TABLE_NAME WHEN 'api_key' THEN '{key_hash}'
+                                        WHEN 'mask_secret' THEN '{secret}' ELSE '{}' END;
+    before_row jsonb;
+    after_row jsonb;
+    policy_key text := CASE TG_TABLE_NAME WHEN 'policy' THEN 'name' ELSE 'policy' END;
+    object_key text := CASE TG_TABLE_NAME WHEN 'query_grant' THEN 'query'
+                                          WHEN 'mask_rule' THEN 'pattern'
+                                          WHEN 'jwks' THEN NULL WHEN 'mask_secret' THEN NULL
+                                          ELSE 'name' END;
+BEGIN
+    IF context IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        before_row := to_jsonb(OLD) - secret;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        after_row := to_jsonb(NEW) - secret;
+    END IF;
+    -- A key whose policy is dropped keeps its policy's name in the row: before's, when after has
+    -- none.
+    INSERT INTO querygate.audit (actor, session_role, action, catalog, operation, policy, object,
+                                 before, after)
+    VALUES (context[1], session_user, context[2], TG_TABLE_NAME, lower(TG_OP),
+            coalesce(after_row->>policy_key, before_row->>policy_key),
+            coalesce(after_row->>object_key, before_row->>object_key),
+            before_row, after_row);
+    RETURN NULL;
+END
+$$;
+
+-- On each catalog table: one audit row per row changed, and one per TRUNCATE.
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['saved_query', 'policy', 'query_grant', 'api_key', 'mask_rule', 'jwks',
+                             'mask_secret'] LOOP
+        EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE ON querygate.%I '
+                       'FOR EACH ROW EXECUTE FUNCTION querygate.audit_change()', t || '_audit', t);
+        EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON querygate.%I '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION querygate.audit_change()',
+                       t || '_audit_truncate', t);
+    END LOOP;
+END
+$$;
+
 CREATE FUNCTION random_bytes(n integer) RETURNS bytea
     LANGUAGE c STRICT VOLATILE AS 'MODULE_PATHNAME', 'querygate_random_bytes';
 INSERT INTO mask_secret (secret) VALUES (random_bytes(32));
@@ -212,6 +292,7 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb), drop_query(text),
     isolate_tenant(regclass, name), explain(text, text)
     TO querygate_admin;
 GRANT SELECT ON mask_secret TO querygate_admin;
+GRANT SELECT ON audit TO querygate_admin;
 
 -- Says whether HTTP is on; the notice is raised from C where the preload state is known.
 CREATE FUNCTION http_status_notice() RETURNS void

@@ -26,22 +26,22 @@ BEGIN
     PERFORM querygate.create_key('k', 'p');
 END $$;
 
-SELECT plan(43);
+SELECT plan(46);
 
 -- No privileges for PUBLIC (nor for an ordinary role) on the catalog tables.
 SELECT is((SELECT count(*)::int
              FROM pg_class c, aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) a
             WHERE c.oid = ('querygate.' || t)::regclass AND a.grantee = 0),
           0, 'PUBLIC has no privilege on querygate.' || t)
-  FROM unnest(ARRAY['saved_query', 'policy', 'query_grant', 'api_key']) AS t;
+  FROM unnest(ARRAY['saved_query', 'policy', 'query_grant', 'api_key', 'audit']) AS t;
 SELECT is((SELECT array_agg(p ORDER BY p)
              FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) AS p
             WHERE has_table_privilege('qg_nobody', 'querygate.' || t, p)),
           NULL, 'an ordinary role has no privilege on querygate.' || t)
-  FROM unnest(ARRAY['saved_query', 'policy', 'query_grant', 'api_key']) AS t;
+  FROM unnest(ARRAY['saved_query', 'policy', 'query_grant', 'api_key', 'audit']) AS t;
 SELECT is(pg_temp.as_role('qg_nobody', 'SELECT * FROM querygate.' || t) ~ '^42501:', true,
           'an ordinary role cannot read querygate.' || t)
-  FROM unnest(ARRAY['saved_query', 'policy', 'query_grant', 'api_key']) AS t;
+  FROM unnest(ARRAY['saved_query', 'policy', 'query_grant', 'api_key', 'audit']) AS t;
 
 -- Every SECURITY DEFINER function of the extension pins its search_path.
 SELECT is((SELECT array_agg(proname::text ORDER BY proname)

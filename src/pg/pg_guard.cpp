@@ -60,6 +60,8 @@ void guard_call(void (*fn)(void *), void *arg)
     }
 }
 
+const char *last_sql_function = nullptr;
+
 void fault_point(const char *name)
 {
     const char *wanted = settings::fault_injection;

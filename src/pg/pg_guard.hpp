@@ -88,6 +88,11 @@ struct EntryState {
     }
 };
 
+// The C name of the SQL-callable function of the extension called last (querygate_save_query, ...),
+// set by QUERYGATE_SQL_FUNCTION on entry and never cleared: what a catalog session was opened for,
+// for the audit log (sql_api/audit.hpp), which takes it as the session begins.
+extern const char *last_sql_function;
+
 // Throws std::bad_alloc when querygate.fault_injection names this point: the tests' way to make
 // code that can run out of memory do so where they choose.
 void fault_point(const char *name);
@@ -145,6 +150,7 @@ template <typename Fn> Datum sql_entry(Fn &&fn)
     }                                                                                              \
     Datum name(PG_FUNCTION_ARGS)                                                                   \
     {                                                                                              \
+        pg::last_sql_function = #name;                                                             \
         return pg::sql_entry([fcinfo] {                                                            \
             pg::fault_point("sql_function");                                                       \
             return name##_body(fcinfo);                                                            \

@@ -12,6 +12,7 @@ extern "C" {
 }
 
 #include "common/chars.hpp"
+#include "sql_api/audit.hpp"
 #include "policy/role_rules.hpp"
 
 #include <cstring>
@@ -32,6 +33,7 @@ void require_admin(void)
 void catalog_session_begin(CatalogSession *session)
 {
     GetUserIdAndSecContext(&session->saved_userid, &session->saved_sec_context);
+    audit::session_begin(session->saved_userid); // whom the catalog's audit rows are for
     SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, session->saved_sec_context |
                                                       SECURITY_LOCAL_USERID_CHANGE |
                                                       SECURITY_RESTRICTED_OPERATION);
@@ -47,6 +49,7 @@ void catalog_session_end(CatalogSession *session)
     SPI_finish();
     AtEOXact_GUC(true, session->guc_nest_level);
     SetUserIdAndSecContext(session->saved_userid, session->saved_sec_context);
+    audit::session_end();
 }
 
 uint64 catalog_exec(const char *sql, int nargs, const Oid *types, const Datum *values,
