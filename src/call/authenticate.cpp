@@ -54,6 +54,7 @@ ApiError Authenticator::authenticate(const CatalogCache &cache, const CallReques
              !client_address::contains_any(key->allowed_ips, request.client_ip)))
             return api_errors::unauthorized();
         policy_name = key->policy;
+        caller.key_name = key->name;
         caller.has_tenant = key->has_tenant;
         caller.tenant = key->tenant;
     } else if (!request.bearer_token.empty()) {
@@ -69,6 +70,7 @@ ApiError Authenticator::authenticate(const CatalogCache &cache, const CallReques
             return api_errors::unauthorized();
         policy_name = policy->second;
         caller.is_jwt = true;
+        caller.key_name = "jwt";
         auto tenant = caller.claims.scalars.find(settings::jwt_tenant_claim);
         caller.has_tenant = tenant != caller.claims.scalars.end();
         caller.tenant = caller.has_tenant ? tenant->second : "";

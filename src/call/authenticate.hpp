@@ -11,10 +11,12 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 // Who is calling, once authenticated.
 struct Caller {
-    const CachedPolicy *policy = nullptr;
+    const CachedPolicy *policy = nullptr; // set only when the caller is accepted
+    std::string_view key_name;            // the key's (the cache's string), or "jwt"
     bool is_jwt = false;
     bool has_tenant = false;
     std::string tenant;

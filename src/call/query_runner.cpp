@@ -366,6 +366,47 @@ ApiError QueryRunner::State::may_run_as(const CachedPolicy &policy)
     return ApiError();
 }
 
+namespace {
+
+// Every call starts read-only; a granted write turns it read-write once its decision is made.
+void begin_read_only_transaction()
+{
+    pg::guard([] {
+        SetCurrentStatementStartTimestamp();
+        StartTransactionCommand();
+        XactReadOnly = true;
+        PushActiveSnapshot(GetTransactionSnapshot());
+    });
+}
+
+} // namespace
+
+ApiError QueryRunner::ready()
+{
+    State &s = *state_;
+    ApiError error;
+    try {
+        begin_read_only_transaction();
+        if (!s.cache.refresh())
+            error = api_errors::make(error_code::unavailable,
+                                     "querygate is not installed in this database");
+        MemoryContextSwitchTo(s.request_context); // outlives the transaction's contexts
+        pg::guard([] {
+            PopActiveSnapshot();
+            CommitTransactionCommand();
+            pgstat_report_activity(STATE_IDLE, nullptr);
+        });
+    } catch (const std::exception &) {
+        // PostgreSQL's errors (pg::PgError) included: what keeps this transaction from starting
+        // or the catalog from loading keeps every call from running. Not logged: a probe that
+        // keeps asking would fill the log, and the calls' own errors are logged.
+        error = api_errors::make(error_code::unavailable, "the database cannot serve calls now");
+        s.abort_call();
+    }
+    MemoryContextReset(s.request_context);
+    return error;
+}
+
 CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
 {
     State &s = *state_;
@@ -381,14 +422,9 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
     secrets::sha256(request.secret.data(), request.secret.size(), digest);
     secrets::to_hex(digest, sizeof(digest), hash_hex);
 
+    Caller caller; // outside the try: the access log names it whichever way the call ends
     try {
-        pg::guard([] {
-            SetCurrentStatementStartTimestamp();
-            StartTransactionCommand();
-            XactReadOnly = true;
-            PushActiveSnapshot(GetTransactionSnapshot());
-        });
-        Caller caller;
+        begin_read_only_transaction();
         std::vector<BoundParam> values;
         const PatternCheck pattern = [&s](const std::string &p, const std::string &v) {
             return s.matches_pattern(p, v);
@@ -468,6 +504,12 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         result.error = api_errors::make(error_code::internal_error, "internal error");
         result.body.clear();
         s.abort_call();
+    }
+    // Only an accepted caller is named: a refused key's name is nobody's business (and it has
+    // none). The cache's entries live until its next refresh, past this call.
+    if (settings::log_requests != settings::log_off && caller.policy != nullptr) {
+        result.key_name = caller.key_name;
+        result.policy = caller.policy->name;
     }
     MemoryContextReset(s.request_context);
     return result;

@@ -24,6 +24,9 @@ class QueryRunner {
     // helper runs the whole call again (src/worker/write_helpers.hpp). Never with
     // querygate.group_commit on, whose writes wait for no flush in the worker anyway.
     CallResult run(const CallRequest &request, bool may_hand_off = false);
+    // For GET /ready: whether a call could be served now, that is, a transaction starts and the
+    // catalog is loaded (the extension installed). An error (503 unavailable) when not.
+    ApiError ready();
 
     struct State; // query_runner.cpp
 

@@ -31,4 +31,8 @@ struct CallResult {
     // A write the runner did not run because a write helper can (QueryRunner::run's
     // may_hand_off): the worker sends the request to one (src/worker/write_helpers.hpp).
     bool for_helper = false;
+    // Who called, for the access log: the key's name ("jwt" for a token) and the policy, once
+    // the caller is known; filled only while querygate.log_requests is on.
+    std::string key_name;
+    std::string policy;
 };

@@ -15,6 +15,8 @@ extern bool allow_writes;      // querygate.allow_writes: the server-wide switch
 extern bool group_commit;      // querygate.group_commit: writes share WAL flushes (reload)
 extern int busy_poll;          // querygate.busy_poll, us a worker polls before sleeping (reload)
 extern int write_helpers;      // querygate.write_helpers: helper processes per worker (reload)
+extern int log_requests;       // querygate.log_requests: a LogRequests (reload)
+extern int log_requests_format; // querygate.log_requests_format: a LogFormat (reload)
 extern char *trusted_proxies;  // querygate.trusted_proxies: CIDRs whose X-Forwarded-For is believed
 extern char *jwt_secret;       // querygate.jwt_secret: HS256 key, superuser-only (reload)
 extern char *jwt_issuer;       // querygate.jwt_issuer (reload)
@@ -23,6 +25,10 @@ extern char *jwt_policy_claim; // querygate.jwt_policy_claim: claim naming the p
 extern char *jwt_tenant_claim; // querygate.jwt_tenant_claim: claim naming the tenant (reload)
 extern char *tenant;           // querygate.tenant: the calling tenant, set per call by the worker
 extern char *fault_injection;  // querygate.fault_injection: tests only (pg_guard.hpp)
+
+// The values of querygate.log_requests and querygate.log_requests_format (http/access_log.hpp).
+enum LogRequests { log_off = 0, log_errors = 1, log_all = 2 };
+enum LogFormat { log_text = 0, log_json = 1 };
 
 // Bumped by the worker after every reload, so values derived from settings are rebuilt.
 extern unsigned long generation;

@@ -33,6 +33,7 @@ struct HttpResponse {
     std::string content_type = "application/json";
     std::string body;
     std::vector<std::pair<std::string, std::string>> headers;
+    std::string error_code; // the error's code (write_error), for the access log; empty on success
     // Nonzero: no answer yet; it comes later under this token (HttpServer::answer_later), and the
     // connection waits suspended until then.
     std::uint64_t later = 0;

@@ -10,6 +10,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -174,9 +175,15 @@ ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &
 
 } // namespace
 
+bool is_probe(const std::string &path)
+{
+    return path == "/health" || path == "/live" || path == "/ready";
+}
+
 void write_error(HttpResponse &response, const ApiError &error, const std::string &request_id)
 {
     response.status = error.status;
+    response.error_code = error.code;
     response.content_type = "application/json";
     std::string &b = response.body;
     b.clear();
@@ -211,8 +218,8 @@ void write_error(HttpResponse &response, const ApiError &error, const std::strin
         response.add_header("WWW-Authenticate", "Bearer");
 }
 
-RequestHandler::RequestHandler(QueryRunner &runner, CallHandOff *hand_off)
-    : runner_(runner), hand_off_(hand_off), id_state_(0)
+RequestHandler::RequestHandler(QueryRunner &runner, CallHandOff *hand_off, access_log::Sink *log)
+    : runner_(runner), hand_off_(hand_off), log_(log), id_state_(0)
 {
     if (RAND_bytes(reinterpret_cast<unsigned char *>(&id_state_), sizeof(id_state_)) != 1 ||
         id_state_ == 0)
@@ -278,40 +285,112 @@ void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse
                              "the request is not well-formed HTTP");
     write_error(response, e, id);
     response.add_header("X-Request-Id", id);
+    if (logging()) {
+        Logged logged;
+        logged.started = Clock::now(); // refused as it came: no time of ours to speak of
+        logged.method = request.method;
+        logged.path = request.path;
+        logged.client = request.client_address;
+        log_answer(logged, response, id);
+    }
+}
+
+bool RequestHandler::logging() const
+{
+    return log_ != nullptr && settings::log_requests != settings::log_off;
+}
+
+void RequestHandler::log_answer(const Logged &logged, const HttpResponse &response,
+                                const std::string &id)
+{
+    // Probes that succeed are not logged: a load balancer's would fill the log.
+    if (!access_log::wanted(settings::log_requests, response.status) ||
+        (response.status == 200 && is_probe(logged.path)))
+        return;
+    access_log::Record r;
+    r.method = logged.method;
+    r.path = logged.path;
+    r.query = logged.query;
+    r.status = response.status;
+    r.code = response.error_code;
+    r.key = logged.key;
+    r.policy = logged.policy;
+    r.request_id = id;
+    r.client = logged.client;
+    r.duration_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - logged.started)
+            .count();
+    access_log::format(r, settings::log_requests_format, log_line_);
+    log_->write(log_line_);
 }
 
 void RequestHandler::handle(const HttpRequest &request, HttpResponse &response)
 {
     std::string id = request_id(request);
     start_response(response, id);
+    if (!logging()) {
+        Logged unused;
+        route(request, response, id, unused);
+        return;
+    }
+    Logged logged;
+    logged.started = Clock::now();
+    logged.method = request.method;
+    logged.path = request.path;
+    logged.client = request.client_address; // a call's own, behind trusted proxies, replaces it
+    route(request, response, id, logged);
+    if (response.later == 0)
+        log_answer(logged, response, id);
+}
+
+void RequestHandler::route(const HttpRequest &request, HttpResponse &response,
+                           const std::string &id, Logged &logged)
+{
     const std::string &path = request.path;
-    if (path == "/health") {
+    if (is_probe(path)) {
         if (request.method != "GET" && request.method != "HEAD") {
-            ApiError e = api_errors::make(error_code::method_not_allowed, "use GET on /health");
+            ApiError e = api_errors::make(error_code::method_not_allowed, "use GET on " + path);
             e.allow = "GET, HEAD";
             write_error(response, e, id);
             return;
         }
-        handle_health(response);
+        if (path == "/ready")
+            handle_ready(response, id);
+        else
+            handle_health(response, path == "/live" ? "live" : "ok");
         return;
     }
     if (path.compare(0, 3, "/q/") == 0 && path.size() > 3 &&
         path.find('/', 3) == std::string::npos) {
-        handle_query(request, path.substr(3), response, id);
+        handle_query(request, path.substr(3), response, id, logged);
         return;
     }
     write_error(response, api_errors::make(error_code::not_found, "no such endpoint"), id);
 }
 
-// Answers without touching SPI or the catalog: it says the worker's loop is alive.
-void RequestHandler::handle_health(HttpResponse &response)
+// /health and /live answer without touching SPI or the catalog: they say the worker's loop is
+// alive.
+void RequestHandler::handle_health(HttpResponse &response, const char *status)
 {
     response.status = 200;
-    response.body = "{\"status\":\"ok\",\"version\":\"" QUERYGATE_VERSION_TEXT "\"}";
+    response.body.assign("{\"status\":\"");
+    response.body.append(status);
+    response.body.append("\",\"version\":\"" QUERYGATE_VERSION_TEXT "\"}");
+}
+
+// /ready: a transaction starts and the catalog is loaded, so calls can be served.
+void RequestHandler::handle_ready(HttpResponse &response, const std::string &id)
+{
+    ApiError not_ready = runner_.ready();
+    if (not_ready.set()) {
+        write_error(response, not_ready, id);
+        return;
+    }
+    handle_health(response, "ready");
 }
 
 void RequestHandler::handle_query(const HttpRequest &request, const std::string &name,
-                                  HttpResponse &response, const std::string &id)
+                                  HttpResponse &response, const std::string &id, Logged &logged)
 {
     if (request.method != "GET" && request.method != "POST") {
         ApiError e =
@@ -325,6 +404,10 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     presented_credentials(request, call);
     call.client_ip = client_ip(request);
     call.request_id = id;
+    if (logging()) {
+        logged.query = name;
+        logged.client = call.client_ip;
+    }
     call.page_size = std::min<long>(settings::default_page_size, settings::max_page_size);
     bool page_given = false, size_given = false;
 
@@ -341,9 +424,11 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         return;
     }
     CallResult result = runner_.run(call, hand_off_ != nullptr);
+    logged.key = std::move(result.key_name); // set by the runner while the access log is on
+    logged.policy = std::move(result.policy);
     if (result.for_helper) {
         // Nothing may throw once the helper has the call: the room and the record come first.
-        Later waiting{++last_token_, call.page, call.page_size, id};
+        Later waiting{++last_token_, call.page, call.page_size, id, logged};
         later_.reserve(later_.size() + 1);
         if (hand_off_->hand_off(waiting.token, call)) {
             response.later = waiting.token;
@@ -379,6 +464,8 @@ bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpRespons
     later_.erase(it);
     start_response(response, later.request_id);
     answer_call(result, later.page, later.page_size, response, later.request_id);
+    if (logging())
+        log_answer(later.logged, response, later.request_id);
     return true;
 }
 

@@ -3,10 +3,12 @@
 // options are validated here, before any transaction starts. Pure C++: no PostgreSQL header.
 #pragma once
 
+#include "http/access_log.hpp"
 #include "http/http_types.hpp"
 #include "http/client_address.hpp"
 #include "call/query_runner.hpp"
 
+#include <chrono>
 #include <cstdint>
 
 // Where a write the runner did not run goes (src/worker/write_helpers.hpp): false when no helper
@@ -19,8 +21,10 @@ class CallHandOff {
 
 class RequestHandler {
   public:
-    // Without a hand-off every call runs here.
-    explicit RequestHandler(QueryRunner &runner, CallHandOff *hand_off = nullptr);
+    // Without a hand-off every call runs here. Answers are logged to `log` as
+    // querygate.log_requests asks (none without a sink).
+    explicit RequestHandler(QueryRunner &runner, CallHandOff *hand_off = nullptr,
+                            access_log::Sink *log = nullptr);
 
     // A call handed off is answered later: the response comes back marked `later` with a token,
     // and finish() makes it from the helper's result.
@@ -32,10 +36,28 @@ class RequestHandler {
     void refuse(const HttpRequest &request, int status, HttpResponse &response);
 
   private:
+    using Clock = std::chrono::steady_clock;
+    // What the access log says of a request besides its answer.
+    struct Logged {
+        std::string method;
+        std::string path;
+        std::string query;
+        std::string key;
+        std::string policy;
+        std::string client;
+        Clock::time_point started;
+    };
+
     std::string request_id(const HttpRequest &request);
-    void handle_health(HttpResponse &response);
+    void route(const HttpRequest &request, HttpResponse &response, const std::string &id,
+               Logged &logged);
+    void handle_health(HttpResponse &response, const char *status);
+    void handle_ready(HttpResponse &response, const std::string &id);
     void handle_query(const HttpRequest &request, const std::string &name, HttpResponse &response,
-                      const std::string &id);
+                      const std::string &id, Logged &logged);
+    // Whether querygate.log_requests may want this request's line (it asks by status, known later).
+    bool logging() const;
+    void log_answer(const Logged &logged, const HttpResponse &response, const std::string &id);
 
     // The caller's address, behind querygate.trusted_proxies.
     std::string client_ip(const HttpRequest &request);
@@ -49,16 +71,22 @@ class RequestHandler {
         long page;
         long page_size;
         std::string request_id;
+        Logged logged;
     };
 
     QueryRunner &runner_;
     CallHandOff *hand_off_;
+    access_log::Sink *log_;
+    std::string log_line_; // reused: a line is made per request logged
     std::vector<Later> later_;
     std::uint64_t last_token_ = 0;
     std::vector<client_address::Cidr> trusted_;
     unsigned long trusted_generation_ = 0;
     uint64_t id_state_; // request-id generator (xorshift, seeded from OpenSSL once)
 };
+
+// GET /health, /live and /ready: the probes, never logged when they succeed.
+bool is_probe(const std::string &path);
 
 // The error body {"error","code","request_id"[,"errors"]} with its status and headers.
 void write_error(HttpResponse &response, const ApiError &error, const std::string &request_id);

@@ -21,6 +21,8 @@ bool allow_writes = false;
 bool group_commit = false;
 int busy_poll = 50;
 int write_helpers = 8;
+int log_requests = log_off;
+int log_requests_format = log_text;
 char *trusted_proxies = nullptr;
 char *jwt_secret = nullptr;
 char *jwt_issuer = nullptr;
@@ -32,6 +34,18 @@ char *fault_injection = nullptr;
 unsigned long generation = 1;
 
 namespace {
+
+// on/off and their spellings are accepted (hidden), as for a boolean: on is all.
+const struct config_enum_entry log_requests_options[] = {
+    {"off", log_off, false}, {"errors", log_errors, false},
+    {"all", log_all, false}, {"on", log_all, true},
+    {"true", log_all, true}, {"yes", log_all, true},
+    {"1", log_all, true},    {"false", log_off, true},
+    {"no", log_off, true},   {"0", log_off, true},
+    {nullptr, 0, false}};
+
+const struct config_enum_entry log_format_options[] = {
+    {"text", log_text, false}, {"json", log_json, false}, {nullptr, 0, false}};
 
 void define_restart_only()
 {
@@ -83,6 +97,15 @@ void define_reloadable()
                             "max_worker_processes, which querygate raises for them when it is "
                             "not set.",
                             &write_helpers, 8, 0, 64, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomEnumVariable(
+        "querygate.log_requests", "Logs one line per HTTP request answered: off, errors or all.",
+        "The key's name, never its secret; /health probes that succeed "
+        "are not logged.",
+        &log_requests, log_off, log_requests_options, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomEnumVariable("querygate.log_requests_format",
+                             "The access log's lines: text (key=value words) or json.", nullptr,
+                             &log_requests_format, log_text, log_format_options, PGC_SIGHUP, 0,
+                             nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "querygate.trusted_proxies",
         "Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For header is believed.",

@@ -30,6 +30,7 @@ extern "C" {
 #include "http/log_throttle.hpp"
 #include "call/query_runner.hpp"
 #include "pg/pg_guard.hpp"
+#include "worker/access_log_sink.hpp"
 #include "worker/group_commit.hpp"
 #include "http/request_handler.hpp"
 #include "common/settings.hpp"
@@ -149,7 +150,8 @@ void serve()
     runner.start();
     // Writes go to helper processes while this worker serves on (write_helpers.hpp).
     WriteHelpers helpers;
-    RequestHandler handler(runner, &helpers);
+    ServerLogSink access_log; // querygate.log_requests
+    RequestHandler handler(runner, &helpers, &access_log);
     HttpServer server(
         listen_socket::shared_fd,
         [&handler](const HttpRequest &req, HttpResponse &resp) { handler.handle(req, resp); },

@@ -18,6 +18,11 @@ QueryRunner::~QueryRunner() = default;
 
 void QueryRunner::start() {}
 
+ApiError QueryRunner::ready()
+{
+    return ApiError();
+}
+
 CallResult QueryRunner::run(const CallRequest &request, bool)
 {
     fake_runner::calls++;
@@ -53,6 +58,8 @@ namespace settings {
 int max_page_size = 1000;
 int max_body_size = 1024 * 1024;
 char *trusted_proxies = nullptr;
+int log_requests = log_off;
+int log_requests_format = log_text;
 unsigned long generation = 0;
 
 } // namespace settings

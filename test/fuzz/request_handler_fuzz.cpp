@@ -15,6 +15,8 @@
 // header holds CR, LF or NUL; 405 has Allow, 401 WWW-Authenticate; the runner is called only for
 // GET or POST /q/{name} with a credential, with paging inside its limits, and its page is
 // answered with X-Page, X-Page-Size and X-Has-More. One known finding is tolerated (below).
+// The access log is on (querygate.log_requests and its format from the mode byte): every line is
+// one line (no CR, LF or NUL), and a JSON one is an object whose "status" is the answer's.
 #include "http/json_body.hpp"
 #include "http/request_handler.hpp"
 
@@ -157,10 +159,12 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
 
     if (response.status == 200) {
         FUZZ_CHECK(!refused);
-        if (path == "/health") {
+        if (is_probe(path)) {
             FUZZ_CHECK(request.method == "GET" || request.method == "HEAD");
             const json_body::Value *status = member(body, "status");
-            FUZZ_CHECK(status != nullptr && status->kind == Kind::string && status->text == "ok");
+            const char *expected = path == "/health" ? "ok" : path == "/live" ? "live" : "ready";
+            FUZZ_CHECK(status != nullptr && status->kind == Kind::string &&
+                       status->text == expected);
             return;
         }
         FUZZ_CHECK(runner_called && fake_runner::last.query != "invalid");
@@ -197,16 +201,51 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
         FUZZ_CHECK(fake_runner::last.query == "invalid" && code->text == "param_invalid");
 }
 
+// Keeps the access log's lines; check_log judges them after the answer.
+class KeptLog final : public access_log::Sink {
+  public:
+    std::vector<std::string> lines;
+    void write(const std::string &line) noexcept override { lines.push_back(line); }
+};
+
+// One line exactly when the level asks for the answer's status (a probe that succeeds is never
+// logged), one line each, and saying that status.
+void check_log(const KeptLog &log, const HttpRequest &request, const HttpResponse &response)
+{
+    const bool expected = access_log::wanted(settings::log_requests, response.status) &&
+                          !(response.status == 200 && is_probe(request.path));
+    FUZZ_CHECK(log.lines.size() == (expected ? 1u : 0u));
+    if (!expected)
+        return;
+    const std::string &line = log.lines[0];
+    FUZZ_CHECK(line.find_first_of(std::string("\r\n\0", 3)) == std::string::npos);
+    if (settings::log_requests_format == settings::log_json) {
+        json_body::Value root;
+        std::string error;
+        FUZZ_CHECK(json_body::parse(line, root, error, json_body::Duplicates::refuse));
+        FUZZ_CHECK(root.kind == Kind::object);
+        const json_body::Value *status = member(root, "status");
+        FUZZ_CHECK(status != nullptr && status->text == std::to_string(response.status));
+    } else {
+        FUZZ_CHECK(line.rfind("querygate request: status=" + std::to_string(response.status), 0) ==
+                   0);
+    }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static RequestHandler handler(fake_runner::instance());
+    static KeptLog log;
+    static RequestHandler handler(fake_runner::instance(), nullptr, &log);
     static std::string trusted;
 
     FuzzedDataProvider in(data, size);
     settings::max_page_size = in.ConsumeIntegralInRange<int>(1, 1000000);
-    bool refused = in.ConsumeIntegralInRange<int>(0, 15) == 0;
+    const int mode = in.ConsumeIntegralInRange<int>(0, 15);
+    bool refused = mode == 0;
+    settings::log_requests = mode % 3;
+    settings::log_requests_format = (mode / 3) % 2;
     int method = in.ConsumeIntegralInRange<int>(0, 7);
     int headers = in.ConsumeIntegralInRange<int>(0, 8);
 
@@ -249,10 +288,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     int calls_before = fake_runner::calls;
     HttpResponse response;
+    log.lines.clear();
     if (refused)
         handler.refuse(request, 413, response);
     else
         handler.handle(request, response);
     check_response(request, response, refused, calls_before);
+    check_log(log, request, response);
     return 0;
 }

@@ -1,5 +1,6 @@
-# GET /health, routing errors (404 not_found, 405 method_not_allowed with Allow), X-Request-Id
-# echo and generation, and 503 unavailable while the extension is not installed.
+# GET /health, /live and /ready, routing errors (404 not_found, 405 method_not_allowed with Allow),
+# X-Request-Id echo and generation, and 503 unavailable while the extension is not installed (/ready
+# says so too, and /live does not).
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -22,6 +23,12 @@ is_deeply($res->{json}, { status => 'ok', version => $version },
   or diag(QuerygateTest::describe($res));
 like($res->{headers}{'content-type'} // '', qr{^application/json\b}, 'GET /health: Content-Type application/json');
 like($res->{headers}{'x-request-id'} // '', qr/^[0-9a-f]{16}$/i, 'GET /health: generated X-Request-Id');
+
+# --- /live: the loop is alive; /ready: calls can be served, not yet
+$res = $qg->get('/live');
+is($res->{status} . ' ' . ($res->{content} // ''), qq{200 {"status":"live","version":"$version"}},
+	'GET /live: 200 before CREATE EXTENSION');
+$qg->expect_error($qg->get('/ready'), 503, 'unavailable', 'GET /ready before CREATE EXTENSION');
 
 # --- 503 unavailable while the extension is missing in querygate.database
 $res = $qg->get('/q/anything', key => 'qg_' . ('A' x 43));
@@ -47,6 +54,10 @@ $qg->expect_rows($res, [ { one => 1 } ], 'GET /q/one after CREATE EXTENSION');
 $res = $qg->get('/health');
 is($res->{status} . ' ' . ($res->{content} // ''), qq{200 {"status":"ok","version":"$version"}},
 	'GET /health: exact body after CREATE EXTENSION');
+is(scalar(grep { my $r = $qg->get('/ready'); "$r->{status} $r->{content}" eq qq{200 {"status":"ready","version":"$version"}} } 1 .. 10),
+	10, 'GET /ready: 200 after CREATE EXTENSION, 10 times in a row');
+$qg->expect_error($qg->post('/ready', {}), 405, 'method_not_allowed', 'POST /ready');
+is($qg->post('/live', {})->{headers}{allow}, 'GET, HEAD', 'POST /live: 405 with Allow: GET, HEAD');
 
 # --- 404 not_found for any other path (with or without a key)
 for my $path ('/', '/nope', '/healthz', '/health/x', '/q', '/Q/one', '/query/one')
