@@ -285,14 +285,18 @@ void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse
                              "the request is not well-formed HTTP");
     write_error(response, e, id);
     response.add_header("X-Request-Id", id);
-    if (logging()) {
-        Logged logged;
-        logged.started = Clock::now(); // refused as it came: no time of ours to speak of
-        logged.method = request.method;
-        logged.path = request.path;
-        logged.client = request.client_address;
-        log_answer(logged, response, id);
-    }
+    if (logging())
+        log_answer(start_log(request), response, id); // refused as it came: no time of ours
+}
+
+RequestHandler::Logged RequestHandler::start_log(const HttpRequest &request)
+{
+    Logged logged;
+    logged.started = Clock::now();
+    logged.method = request.method;
+    logged.path = request.path;
+    logged.client = request.client_address; // a call's own, behind trusted proxies, replaces it
+    return logged;
 }
 
 bool RequestHandler::logging() const
@@ -333,11 +337,7 @@ void RequestHandler::handle(const HttpRequest &request, HttpResponse &response)
         route(request, response, id, unused);
         return;
     }
-    Logged logged;
-    logged.started = Clock::now();
-    logged.method = request.method;
-    logged.path = request.path;
-    logged.client = request.client_address; // a call's own, behind trusted proxies, replaces it
+    Logged logged = start_log(request);
     route(request, response, id, logged);
     if (response.later == 0)
         log_answer(logged, response, id);

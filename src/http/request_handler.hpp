@@ -57,6 +57,8 @@ class RequestHandler {
                       const std::string &id, Logged &logged);
     // Whether querygate.log_requests may want this request's line (it asks by status, known later).
     bool logging() const;
+    // The request's part of its line, its clock started now.
+    static Logged start_log(const HttpRequest &request);
     void log_answer(const Logged &logged, const HttpResponse &response, const std::string &id);
 
     // The caller's address, behind querygate.trusted_proxies.

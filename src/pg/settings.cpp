@@ -99,7 +99,7 @@ void define_reloadable()
                             &write_helpers, 8, 0, 64, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomEnumVariable(
         "querygate.log_requests", "Logs one line per HTTP request answered: off, errors or all.",
-        "The key's name, never its secret; /health probes that succeed "
+        "The key's name, never its secret; probes (/health, /live, /ready) that succeed "
         "are not logged.",
         &log_requests, log_off, log_requests_options, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomEnumVariable("querygate.log_requests_format",
