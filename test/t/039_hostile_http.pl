@@ -30,7 +30,8 @@ my $codes = "$FindBin::Bin/../../src/common/api_error.hpp";
 my ($out, $err);
 my $started = time();
 IPC::Run::run([ 'python3', $script, '--port', $qg->port, '--key', $key, '--query', 'hostile',
-		'--requests', $requests, '--connections', 4, '--seed', 7, '--stall-seconds', 2,
+		'--requests', $requests, '--connections', 4, '--seed', 7,
+		'--stall-seconds', QuerygateTest::timeouts(2),
 		'--codes', $codes ],
 	'>', \$out, '2>', \$err);
 my $elapsed = time() - $started;
