@@ -44,6 +44,9 @@ CREATE SEQUENCE saved_query_revision;
 -- write_ops: what the policy may write (insert, update, delete, merge); NULL or empty: read-only.
 -- mask_predicates: 'refuse' a query that filters, joins, groups or sorts on a masked column, or
 -- 'allow' it.
+-- rate_per_second, burst, max_in_flight, quota, quota_period: what each caller of the policy may
+-- spend (set_limits; NULL: no such limit): each key counts alone, bearer tokens of the policy count
+-- together. A key's own limits (the same columns of api_key) win, limit by limit.
 CREATE TABLE policy (
     name             text PRIMARY KEY,
     run_as           regrole NOT NULL,
@@ -51,6 +54,11 @@ CREATE TABLE policy (
     allowed_tables   regclass[],
     write_ops        text[],
     mask_predicates  text NOT NULL DEFAULT 'refuse' CHECK (mask_predicates IN ('refuse', 'allow')),
+    rate_per_second  double precision CHECK (rate_per_second > 0 AND rate_per_second <= 1000000),
+    burst            integer CHECK (burst > 0),
+    max_in_flight    integer CHECK (max_in_flight > 0),
+    quota            bigint CHECK (quota > 0),
+    quota_period     text CHECK (quota_period IN ('day', 'month')),
     created_at       timestamptz NOT NULL DEFAULT now()
 );
 
@@ -83,9 +91,26 @@ CREATE TABLE api_key (
     revoked_at  timestamptz,
     allowed_ips cidr[],            -- NULL: any address
     tenant      text,              -- set as querygate.tenant for the key's calls
+    rate_per_second double precision CHECK (rate_per_second > 0 AND rate_per_second <= 1000000),
+    burst       integer CHECK (burst > 0),
+    max_in_flight integer CHECK (max_in_flight > 0),
+    quota       bigint CHECK (quota > 0),
+    quota_period text CHECK (quota_period IN ('day', 'month')),
     CHECK (revoked_at IS NOT NULL OR policy IS NOT NULL)
 );
 CREATE UNIQUE INDEX api_key_active_name ON api_key (name) WHERE revoked_at IS NULL;
+
+-- Quota counts as the writer process last saved them (every querygate.quota_flush_interval and at a
+-- clean stop): a key's, or a policy's for its bearer tokens; the calls counted since period_start.
+-- Read when the caller is first seen after a start. Not audited: counts are not changes.
+CREATE TABLE quota_usage (
+    key_id        bigint UNIQUE REFERENCES api_key (id) ON DELETE CASCADE,
+    policy        text UNIQUE REFERENCES policy (name) ON DELETE CASCADE ON UPDATE CASCADE,
+    period_start  timestamptz NOT NULL,
+    used          bigint NOT NULL CHECK (used >= 0),
+    saved_at      timestamptz NOT NULL DEFAULT now(),
+    CHECK (num_nonnulls(key_id, policy) = 1)
+);
 
 -- The JWKS document that verifies RS256/ES256 bearer tokens (one row at most).
 CREATE TABLE jwks (
@@ -111,6 +136,7 @@ SELECT pg_catalog.pg_extension_config_dump('api_key', '');
 SELECT pg_catalog.pg_extension_config_dump('mask_rule', '');
 SELECT pg_catalog.pg_extension_config_dump('jwks', '');
 SELECT pg_catalog.pg_extension_config_dump('mask_secret', '');
+SELECT pg_catalog.pg_extension_config_dump('quota_usage', '');
 
 -- Every change to the catalog tells the HTTP workers at commit (a rolled-back change tells nobody).
 CREATE FUNCTION catalog_changed() RETURNS trigger
@@ -233,7 +259,10 @@ CREATE FUNCTION grant_query(policy text, query text) RETURNS void
 CREATE FUNCTION revoke_query(policy text, query text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_query';
 CREATE FUNCTION create_key(name text, policy text, expires_at timestamptz DEFAULT NULL,
-                           allowed_ips cidr[] DEFAULT NULL, tenant text DEFAULT NULL) RETURNS text
+                           allowed_ips cidr[] DEFAULT NULL, tenant text DEFAULT NULL,
+                           rate_per_second double precision DEFAULT NULL,
+                           burst integer DEFAULT NULL, max_in_flight integer DEFAULT NULL,
+                           quota bigint DEFAULT NULL, quota_period text DEFAULT NULL) RETURNS text
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_create_key';
 CREATE FUNCTION revoke_key(name text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_key';
@@ -250,6 +279,13 @@ CREATE FUNCTION grant_writes(policy text, ops text[]) RETURNS void
 CREATE FUNCTION set_policy(policy text, mask_predicates text DEFAULT NULL,
                            allow_superuser boolean DEFAULT NULL) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_set_policy';
+-- Limits of a policy (policy => ...) or of an active key (key => ...), one of the two: NULL leaves a
+-- limit as it is, 0 removes it (a key without a limit of its own follows its policy's).
+CREATE FUNCTION set_limits(policy text DEFAULT NULL, key text DEFAULT NULL,
+                           rate_per_second double precision DEFAULT NULL,
+                           burst integer DEFAULT NULL, max_in_flight integer DEFAULT NULL,
+                           quota bigint DEFAULT NULL, quota_period text DEFAULT NULL) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_set_limits';
 CREATE FUNCTION set_jwks(jwks jsonb) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_set_jwks';
 CREATE FUNCTION isolate_tenant(tbl regclass, col name) RETURNS void
@@ -272,12 +308,21 @@ CREATE VIEW policies AS
            p.allowed_tables, p.write_ops, p.mask_predicates,
            (SELECT jsonb_object_agg(m.pattern, m.action) FROM mask_rule m WHERE m.policy = p.name)
                AS masks,
+           p.rate_per_second, p.burst, p.max_in_flight, p.quota, p.quota_period,
            p.created_at
       FROM policy p;
+-- A key's limits are its own (NULL: its policy's applies); quota_used is the count last saved for
+-- the current period (up to querygate.quota_flush_interval behind).
 CREATE VIEW keys AS
-    SELECT name, policy, created_at, expires_at, revoked_at, allowed_ips, tenant,
-           revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) AS active
-      FROM api_key;
+    SELECT k.name, k.policy, k.created_at, k.expires_at, k.revoked_at, k.allowed_ips, k.tenant,
+           k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now()) AS active,
+           k.rate_per_second, k.burst, k.max_in_flight, k.quota, k.quota_period,
+           coalesce((SELECT u.used FROM quota_usage u
+                      WHERE u.key_id = k.id
+                        AND u.period_start >= date_trunc(coalesce(k.quota_period, p.quota_period,
+                                                                  'day'), now(), 'UTC')), 0)
+               AS quota_used
+      FROM api_key k LEFT JOIN policy p ON p.name = k.policy;
 
 REVOKE ALL ON ALL TABLES IN SCHEMA querygate FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA querygate FROM PUBLIC;
@@ -286,13 +331,18 @@ GRANT USAGE ON SCHEMA querygate TO querygate_admin;
 GRANT SELECT ON queries, policies, keys TO querygate_admin;
 GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb), drop_query(text),
     create_policy(text, regrole, boolean), drop_policy(text, boolean), grant_query(text, text),
-    revoke_query(text, text), create_key(text, text, timestamptz, cidr[], text), revoke_key(text),
+    revoke_query(text, text),
+    create_key(text, text, timestamptz, cidr[], text, double precision, integer, integer, bigint,
+               text),
+    revoke_key(text),
+    set_limits(text, text, double precision, integer, integer, bigint, text),
     allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
     grant_writes(text, text[]), set_policy(text, text, boolean), set_jwks(jsonb),
     isolate_tenant(regclass, name), explain(text, text)
     TO querygate_admin;
 GRANT SELECT ON mask_secret TO querygate_admin;
 GRANT SELECT ON audit TO querygate_admin;
+GRANT SELECT ON quota_usage TO querygate_admin;
 
 -- Says whether HTTP is on; the notice is raised from C where the preload state is known.
 CREATE FUNCTION http_status_notice() RETURNS void

@@ -54,6 +54,7 @@ ApiError Authenticator::authenticate(const CatalogCache &cache, const CallReques
              !client_address::contains_any(key->allowed_ips, request.client_ip)))
             return api_errors::unauthorized();
         policy_name = key->policy;
+        caller.key = key;
         caller.key_name = key->name;
         caller.has_tenant = key->has_tenant;
         caller.tenant = key->tenant;

@@ -16,6 +16,7 @@
 // Who is calling, once authenticated.
 struct Caller {
     const CachedPolicy *policy = nullptr; // set only when the caller is accepted
+    const CachedKey *key = nullptr;       // its key; nullptr for a bearer token
     std::string_view key_name;            // the key's (the cache's string), or "jwt"
     bool is_jwt = false;
     bool has_tenant = false;

@@ -80,6 +80,22 @@ TextRows fetch(const char *sql)
     return rows;
 }
 
+// The limit columns of policy and api_key, in the order read_limits reads them.
+const char limit_columns[] = "rate_per_second, burst, max_in_flight, quota, quota_period";
+
+rate_limits::Limits read_limits(const TextRows &rows, uint64 r, int first)
+{
+    rate_limits::Limits l;
+    auto cell = [&](int i) { return rows.at(r, first + i); };
+    l.rate_per_second = cell(0) ? std::strtod(cell(0), nullptr) : 0;
+    l.burst = cell(1) ? std::strtol(cell(1), nullptr, 10) : 0;
+    l.max_in_flight = cell(2) ? std::strtol(cell(2), nullptr, 10) : 0;
+    l.quota = cell(3) ? std::strtoll(cell(3), nullptr, 10) : 0;
+    l.quota_period = cell(4) && std::strcmp(cell(4), "month") == 0 ? rate_limits::Period::month
+                                                                   : rate_limits::Period::day;
+    return l;
+}
+
 } // namespace
 
 void CatalogCache::register_invalidation()
@@ -170,6 +186,13 @@ void CatalogCache::load()
             cp.invalid.clear();
         policies_.emplace(cp.name, std::move(cp));
     }
+    TextRows l =
+        fetch(("SELECT name, " + std::string(limit_columns) + " FROM querygate.policy").c_str());
+    for (uint64 r = 0; r < l.nrows; r++) {
+        auto it = policies_.find(l.at(r, 0));
+        if (it != policies_.end())
+            it->second.limits = read_limits(l, r, 1);
+    }
     TextRows g = fetch("SELECT policy, query FROM querygate.query_grant");
     for (uint64 r = 0; r < g.nrows; r++) {
         auto it = policies_.find(g.at(r, 0));
@@ -177,11 +200,14 @@ void CatalogCache::load()
             it->second.queries.insert(g.at(r, 1));
     }
 
-    TextRows k = fetch("SELECT name, policy, pg_catalog.encode(key_hash, 'hex'), "
-                       "(EXTRACT(epoch FROM expires_at) OPERATOR(pg_catalog.*) 1000000)"
-                       "::pg_catalog.int8, allowed_ips IS NULL, "
-                       "pg_catalog.array_to_string(allowed_ips::pg_catalog.text[], ','), tenant "
-                       "FROM querygate.api_key WHERE revoked_at IS NULL");
+    TextRows k =
+        fetch(("SELECT name, policy, pg_catalog.encode(key_hash, 'hex'), "
+               "(EXTRACT(epoch FROM expires_at) OPERATOR(pg_catalog.*) 1000000)"
+               "::pg_catalog.int8, allowed_ips IS NULL, "
+               "pg_catalog.array_to_string(allowed_ips::pg_catalog.text[], ','), tenant, "
+               "id, " +
+               std::string(limit_columns) + " FROM querygate.api_key WHERE revoked_at IS NULL")
+                  .c_str());
     for (uint64 r = 0; r < k.nrows; r++) {
         CachedKey ck;
         ck.name = k.at(r, 0);
@@ -194,6 +220,8 @@ void CatalogCache::load()
         }
         ck.has_tenant = k.at(r, 6) != nullptr;
         ck.tenant = ck.has_tenant ? k.at(r, 6) : "";
+        ck.id = std::strtoll(k.at(r, 7), nullptr, 10);
+        ck.limits = read_limits(k, r, 8);
         keys_.emplace(k.at(r, 2), std::move(ck));
     }
 

@@ -12,6 +12,7 @@
 
 #include "http/client_address.hpp"
 #include "rules/param_rules.hpp"
+#include "rules/rate_limits.hpp"
 #include "policy/policy_rows.hpp"
 
 #include <cstdint>
@@ -34,11 +35,14 @@ struct CachedQuery {
 
 struct CachedPolicy : DecodedPolicy {
     std::unordered_set<std::string> queries;
-    std::string invalid; // why its row could not be decoded: it refuses every call
+    rate_limits::Limits limits; // each caller's
+    std::string invalid;        // why its row could not be decoded: it refuses every call
 };
 
 struct CachedKey {
+    int64_t id = 0; // api_key.id: what its limits are counted under
     std::string name;
+    rate_limits::Limits limits; // its own; its policy's fill the rest (rate_limits::merge)
     std::string policy;
     int64_t expires_at_unix_us = 0; // 0: never
     bool any_address = true;        // no allowed_ips list

@@ -12,6 +12,9 @@
 // error.
 #include "call/query_runner.hpp"
 
+#include "call/call_limits.hpp"
+#include "call/limit_table.hpp"
+
 #include "pg/pg_headers.hpp"
 extern "C" {
 #include "access/xact.h"
@@ -436,7 +439,16 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         } else if (ApiError denied =
                        s.authenticator.authenticate(s.cache, request, hash_hex, caller);
                    denied.set()) {
-            result.error = std::move(denied);
+            // Over the address's limit, a caller without valid credentials hears only that.
+            ApiError limited = request.limits_charged
+                                   ? ApiError()
+                                   : charge_address(request.client_ip, result.limits);
+            result.error = limited.set() ? std::move(limited) : std::move(denied);
+        } else if (ApiError limited = request.limits_charged
+                                          ? ApiError()
+                                          : charge_caller(caller, result.limits, result.limit_hold);
+                   limited.set()) {
+            result.error = std::move(limited); // before anything of the call runs
         } else if (query = s.cache.find_query(request.query);
                    query == nullptr || caller.policy->queries.count(query->name) == 0) {
             query = nullptr;
@@ -512,5 +524,22 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         result.policy = caller.policy->name;
     }
     MemoryContextReset(s.request_context);
+    // A call handed to a helper stays in flight until its answer (release, from the worker).
+    if (!result.for_helper)
+        limit_table::release(result.limit_hold);
     return result;
+}
+
+void QueryRunner::release(std::string &hold)
+{
+    limit_table::release(hold);
+}
+
+ApiError QueryRunner::limit_anonymous(const std::string &address, LimitReport &report)
+{
+    try {
+        return charge_address(address, report);
+    } catch (const std::exception &) {
+        return ApiError(); // the table's lock taken or not, nothing was counted: let it be 401
+    }
 }

@@ -27,6 +27,11 @@ class QueryRunner {
     // For GET /ready: whether a call could be served now, that is, a transaction starts and the
     // catalog is loaded (the extension installed). An error (503 unavailable) when not.
     ApiError ready();
+    // A call handed to a helper has ended: it leaves its caller's in-flight count.
+    void release(std::string &hold);
+    // A call with no credentials at all from `address`: a 429 error when over
+    // querygate.anonymous_rate_limit (call/call_limits.hpp), else none.
+    ApiError limit_anonymous(const std::string &address, LimitReport &report);
 
     struct State; // query_runner.cpp
 

@@ -35,6 +35,10 @@ inline constexpr ErrorCode sign_in_required{403, "sign_in_required"};
 inline constexpr ErrorCode claim_missing{403, "claim_missing"};
 inline constexpr ErrorCode privileged_role{403, "privileged_role"};
 
+// The caller's limits (rules/rate_limits.hpp): answered with Retry-After, before anything runs.
+inline constexpr ErrorCode rate_limited{429, "rate_limited"};
+inline constexpr ErrorCode quota_exceeded{429, "quota_exceeded"};
+
 // Parameters.
 inline constexpr ErrorCode param_required{400, "param_required"};
 inline constexpr ErrorCode param_invalid{400, "param_invalid"};

@@ -13,6 +13,17 @@ struct CallParam {
     bool is_null = false;
 };
 
+// What the RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset headers say of the caller's
+// limit closest to refusing (the IETF draft's fields, as GitHub's and others' APIs send them),
+// and Retry-After on a refusal, in whole seconds (rules/rate_limits.hpp).
+struct LimitReport {
+    bool present = false;
+    long long limit = 0;
+    long long remaining = 0;
+    long long reset_seconds = 0;
+    long long retry_after_seconds = 0; // only on a refusal: at least 1
+};
+
 struct CallRequest {
     std::string query;        // the saved query's name, from the URL
     std::string secret;       // a presented API key, empty when none
@@ -22,6 +33,9 @@ struct CallRequest {
     long page = 1;
     long page_size = 100;
     std::string request_id;
+    // Set where a worker already charged the call to its caller's limits (a write helper runs
+    // the call again, and must not charge it twice). Never set from a request.
+    bool limits_charged = false;
 };
 
 struct CallResult {
@@ -35,4 +49,9 @@ struct CallResult {
     // the caller is known; filled only while querygate.log_requests is on.
     std::string key_name;
     std::string policy;
+    // The caller's limits (call/limit_table.hpp): what the headers say, and the call's place in
+    // its caller's in-flight count, which a call handed to a helper keeps until its answer
+    // (QueryRunner::release; empty when none is held).
+    LimitReport limits;
+    std::string limit_hold;
 };

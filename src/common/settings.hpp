@@ -17,6 +17,10 @@ extern int busy_poll;          // querygate.busy_poll, us a worker polls before 
 extern int write_helpers;      // querygate.write_helpers: helper processes per worker (reload)
 extern int log_requests;       // querygate.log_requests: a LogRequests (reload)
 extern int log_requests_format; // querygate.log_requests_format: a LogFormat (reload)
+extern int limit_entries;       // querygate.limit_entries: callers counted at once (restart)
+extern double anonymous_rate;   // querygate.anonymous_rate_limit: calls/s per address without a key
+extern int anonymous_burst;     // querygate.anonymous_burst (reload)
+extern int quota_flush_interval; // querygate.quota_flush_interval, seconds (reload)
 extern char *trusted_proxies;  // querygate.trusted_proxies: CIDRs whose X-Forwarded-For is believed
 extern char *jwt_secret;       // querygate.jwt_secret: HS256 key, superuser-only (reload)
 extern char *jwt_issuer;       // querygate.jwt_issuer (reload)

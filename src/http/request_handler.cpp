@@ -411,9 +411,13 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     call.page_size = std::min<long>(settings::default_page_size, settings::max_page_size);
     bool page_given = false, size_given = false;
 
-    // Without a key nothing else is looked at: the caller learns no more than 401.
+    // Without a key nothing else is looked at: the caller learns no more than 401 (or 429, over
+    // querygate.anonymous_rate_limit).
     if (call.secret.empty() && call.bearer_token.empty()) {
-        write_error(response, api_errors::unauthorized(), id);
+        LimitReport report;
+        ApiError limited = runner_.limit_anonymous(call.client_ip, report);
+        write_error(response, limited.set() ? limited : api_errors::unauthorized(), id);
+        add_limit_headers(response, report);
         return;
     }
     ApiError error = read_query_string(request, call, page_given, size_given);
@@ -428,16 +432,45 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     logged.policy = std::move(result.policy);
     if (result.for_helper) {
         // Nothing may throw once the helper has the call: the room and the record come first.
-        Later waiting{++last_token_, call.page, call.page_size, id, logged};
+        // The call keeps its place in its caller's in-flight count until its answer.
+        Later waiting{++last_token_,
+                      call.page,
+                      call.page_size,
+                      id,
+                      logged,
+                      result.limits,
+                      std::move(result.limit_hold)};
         later_.reserve(later_.size() + 1);
-        if (hand_off_->hand_off(waiting.token, call)) {
+        call.limits_charged = true;
+        bool handed = false;
+        try {
+            handed = hand_off_->hand_off(waiting.token, call);
+        } catch (...) {
+            runner_.release(waiting.limit_hold); // not anyone's: it leaves the count
+            throw;
+        }
+        if (handed) {
             response.later = waiting.token;
             later_.push_back(std::move(waiting));
             return;
         }
         result = runner_.run(call); // no helper free: this worker runs it
+        runner_.release(waiting.limit_hold);
+        result.limits = waiting.limits;
     }
     answer_call(result, call.page, call.page_size, response, id);
+}
+
+void RequestHandler::add_limit_headers(HttpResponse &response, const LimitReport &report)
+{
+    if (report.present) {
+        response.add_header("RateLimit-Limit", std::to_string(report.limit));
+        response.add_header("RateLimit-Remaining", std::to_string(report.remaining));
+        response.add_header("RateLimit-Reset", std::to_string(report.reset_seconds));
+    }
+    if (response.status == 429)
+        response.add_header("Retry-After",
+                            std::to_string(std::max(1LL, report.retry_after_seconds)));
 }
 
 void RequestHandler::answer_call(CallResult &result, long page, long page_size,
@@ -445,8 +478,10 @@ void RequestHandler::answer_call(CallResult &result, long page, long page_size,
 {
     if (result.error.set()) {
         write_error(response, result.error, id);
+        add_limit_headers(response, result.limits);
         return;
     }
+    add_limit_headers(response, result.limits);
     response.status = 200;
     response.body = std::move(result.body);
     response.add_header("X-Page", std::to_string(page));
@@ -460,8 +495,10 @@ bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpRespons
                                  [token](const Later &l) { return l.token == token; });
     if (it == later_.end())
         return false;
-    const Later later = std::move(*it);
+    Later later = std::move(*it);
     later_.erase(it);
+    runner_.release(later.limit_hold);
+    result.limits = later.limits;
     start_response(response, later.request_id);
     answer_call(result, later.page, later.page_size, response, later.request_id);
     if (logging())

@@ -64,6 +64,8 @@ class RequestHandler {
     // The caller's address, behind querygate.trusted_proxies.
     std::string client_ip(const HttpRequest &request);
     static void start_response(HttpResponse &response, const std::string &id);
+    // RateLimit-Limit, -Remaining and -Reset when the caller has a limit; Retry-After on a 429.
+    static void add_limit_headers(HttpResponse &response, const LimitReport &report);
     static void answer_call(CallResult &result, long page, long page_size, HttpResponse &response,
                             const std::string &id);
 
@@ -74,6 +76,8 @@ class RequestHandler {
         long page_size;
         std::string request_id;
         Logged logged;
+        LimitReport limits;
+        std::string limit_hold; // its place in its caller's in-flight count
     };
 
     QueryRunner &runner_;

@@ -9,6 +9,7 @@ extern "C" {
 #include "storage/shmem.h"
 }
 
+#include "call/limit_table.hpp"
 #include "http/listen_socket.hpp"
 #include "common/settings.hpp"
 #include "worker/wal_flusher.hpp"
@@ -27,9 +28,8 @@ namespace {
 // True in every process forked from a postmaster that preloaded the library.
 bool preloaded = false;
 
-// Shared memory, requested and set up through PostgreSQL's hooks (chained). Only the workers'
-// load counts and the WAL flusher's state today; metrics and rate limits shared by all
-// workers are the next to ask here.
+// Shared memory, requested and set up through PostgreSQL's hooks (chained): the workers' load
+// counts, the WAL flusher's state and the limit counts (call/limit_table.hpp).
 shmem_request_hook_type prev_shmem_request = nullptr;
 shmem_startup_hook_type prev_shmem_startup = nullptr;
 
@@ -39,6 +39,8 @@ void request_shmem()
         prev_shmem_request();
     RequestAddinShmemSpace(worker_load::shmem_size());
     RequestAddinShmemSpace(wal_flusher::shmem_size());
+    RequestAddinShmemSpace(limit_table::shmem_size());
+    limit_table::shmem_request();
 }
 
 void startup_shmem()
@@ -47,6 +49,7 @@ void startup_shmem()
         prev_shmem_startup();
     worker_load::shmem_init();
     wal_flusher::shmem_init();
+    limit_table::shmem_init();
 }
 
 // One of querygate's background processes. Each has shared memory and a connection (the WAL
@@ -80,6 +83,9 @@ void register_processes()
     // loses it rather than a worker. Not during recovery: nothing is written there, and a promoted
     // standby starts it then.
     register_process("querygate_wal_flusher_main", "querygate wal flusher", "querygate wal flusher",
+                     BgWorkerStart_RecoveryFinished, 1, 0);
+    // The writer (src/worker/state_writer.hpp), for the same reasons after the flusher.
+    register_process("querygate_writer_main", "querygate writer", "querygate writer",
                      BgWorkerStart_RecoveryFinished, 1, 0);
 }
 

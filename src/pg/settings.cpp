@@ -23,6 +23,10 @@ int busy_poll = 50;
 int write_helpers = 8;
 int log_requests = log_off;
 int log_requests_format = log_text;
+int limit_entries = 10000;
+double anonymous_rate = 0;
+int anonymous_burst = 0;
+int quota_flush_interval = 10;
 char *trusted_proxies = nullptr;
 char *jwt_secret = nullptr;
 char *jwt_issuer = nullptr;
@@ -61,6 +65,12 @@ void define_restart_only()
     DefineCustomIntVariable("querygate.workers", "Number of HTTP worker processes.",
                             "Each worker runs one query at a time.", &workers, 2, 0, 128,
                             PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.limit_entries",
+        "Callers with limits (keys, policies, client addresses) counted at once.",
+        "About 150 bytes of shared memory each. When every entry is in use "
+        "and none can be forgotten, calls of new callers are refused (429).",
+        &limit_entries, 10000, 100, 10000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
 }
 
 void define_reloadable()
@@ -106,6 +116,22 @@ void define_reloadable()
                              "The access log's lines: text (key=value words) or json.", nullptr,
                              &log_requests_format, log_text, log_format_options, PGC_SIGHUP, 0,
                              nullptr, nullptr, nullptr);
+    DefineCustomRealVariable("querygate.anonymous_rate_limit",
+                             "Calls per second a client address may make without valid "
+                             "credentials; 0 turns the limit off.",
+                             "Over it, such calls are answered 429 rate_limited instead of 401.",
+                             &anonymous_rate, 0, 0, 1e6, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.anonymous_burst",
+                            "Calls without valid credentials an address may make at once before "
+                            "querygate.anonymous_rate_limit applies; 0: the rate, rounded up.",
+                            nullptr, &anonymous_burst, 0, 0, 1000000000, PGC_SIGHUP, 0, nullptr,
+                            nullptr, nullptr);
+    DefineCustomIntVariable("querygate.quota_flush_interval",
+                            "How often the writer process saves quota counts to "
+                            "querygate.quota_usage.",
+                            "A clean stop saves them too; a crash loses at most this long's calls.",
+                            &quota_flush_interval, 10, 1, 3600, PGC_SIGHUP, GUC_UNIT_S, nullptr,
+                            nullptr, nullptr);
     DefineCustomStringVariable(
         "querygate.trusted_proxies",
         "Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For header is believed.",

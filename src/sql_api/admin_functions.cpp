@@ -19,6 +19,7 @@ extern "C" {
 
 #include "sql_api/catalog_access.hpp"
 #include "sql_api/governance.hpp"
+#include "sql_api/limit_functions.hpp"
 #include "policy/grant_check.hpp"
 #include "policy/role_rules.hpp"
 #include "policy/saved_query_analysis.hpp"
@@ -290,6 +291,12 @@ QUERYGATE_SQL_FUNCTION(querygate_create_key)
     catalog_exec("INSERT INTO querygate.api_key (name, policy, key_hash, expires_at, allowed_ips, "
                  "tenant) VALUES ($1, $2, $3, $4, $5, $6)",
                  6, types, values, nulls);
+    // Limits of its own (limit_functions.hpp), when any is given.
+    for (int i = 5; i < 10; i++)
+        if (PG_NARGS() > i && !PG_ARGISNULL(i)) {
+            apply_limits(fcinfo, 5, true, name);
+            break;
+        }
     catalog_session_end(&session);
     // The secret leaves the server once, as this result; it is never stored or logged.
     PG_RETURN_TEXT_P(cstring_to_text(secret));

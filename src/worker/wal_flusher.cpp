@@ -23,6 +23,7 @@ extern "C" {
 }
 
 #include "common/settings.hpp"
+#include "worker/between_waits.hpp"
 
 namespace {
 
@@ -171,16 +172,8 @@ void querygate_wal_flusher_main(Datum)
 
     TimestampTz last_report = GetCurrentTimestamp();
     for (;;) {
-        ResetLatch(MyLatch);
-        if (ShutdownRequestPending)
+        if (between_waits())
             break;
-        // What PostgreSQL's own auxiliary processes answer between their waits (the WAL writer's
-        // HandleWalWriterInterrupts): a process that never absorbs a ProcSignalBarrier keeps every
-        // DROP DATABASE and DROP TABLESPACE of the cluster waiting for it, forever.
-        if (ProcSignalBarrierPending)
-            ProcessProcSignalBarrier();
-        if (LogMemoryContextPending)
-            ProcessLogMemoryContextInterrupt();
         // Syncs back to back while workers publish commits; each covers all published before it.
         const XLogRecPtr upto = pg_atomic_read_u64(&shared->wanted);
         const bool work = upto > GetFlushRecPtr(nullptr);

@@ -72,3 +72,13 @@ unsigned worker_load::fewest()
     }
     return least;
 }
+
+bool worker_load::any_running()
+{
+    if (slots == nullptr)
+        return false;
+    for (int i = 0; i < settings::workers; i++)
+        if (pg_atomic_read_u32(&slots[i]) != absent)
+            return true;
+    return false;
+}

@@ -26,5 +26,7 @@ void attach(int worker);
 void publish(unsigned connections);
 // The smallest count among the workers that are running (this one included).
 unsigned fewest();
+// Whether any worker is running (the writer waits for none at a clean stop).
+bool any_running();
 
 } // namespace worker_load

@@ -1,4 +1,5 @@
-// Background worker slots: querygate's processes (workers, the WAL flusher, write helpers) are
+// Background worker slots: querygate's processes (workers, the WAL flusher, the writer, write
+// helpers) are
 // background workers, which count against max_worker_processes. PostgreSQL side; called once,
 // by the postmaster, while it preloads the library.
 //

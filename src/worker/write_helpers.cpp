@@ -205,12 +205,12 @@ bool WriteHelpers::give(Helper &h, std::uint64_t token, std::string &request)
 }
 
 // How many helpers this worker may start: querygate.write_helpers, but no more than its share of
-// the background worker slots the workers and the WAL flusher leave (one more is kept for
-// PostgreSQL's logical replication launcher). Without the share, the first worker to write would
-// take every slot and the others would run their writes themselves, each write stopping them.
+// the background worker slots the workers, the WAL flusher and the writer leave (one more is kept
+// for PostgreSQL's logical replication launcher). Without the share, the first worker to write
+// would take every slot and the others would run their writes themselves, each write stopping them.
 std::size_t WriteHelpers::most() const
 {
-    const int reserved = settings::workers + 2;
+    const int reserved = settings::workers + 3;
     const int share =
         std::max(1, (max_worker_processes - reserved) / std::max(1, settings::workers));
     return static_cast<std::size_t>(std::min(settings::write_helpers, share));
@@ -358,9 +358,10 @@ void serve_calls(shm_mq_handle *in, shm_mq_handle *out)
             settings::generation++;
         }
         CallResult result;
-        if (call_codec::decode(static_cast<const char *>(data), size, call))
+        if (call_codec::decode(static_cast<const char *>(data), size, call)) {
+            call.limits_charged = true; // the worker charged it and holds its place in flight
             result = runner.run(call);
-        else
+        } else
             result = failed(error_code::internal_error, "internal error");
         call_codec::encode(result, reply);
         pg::guard(

@@ -23,11 +23,36 @@ ApiError QueryRunner::ready()
     return ApiError();
 }
 
+void QueryRunner::release(std::string &hold)
+{
+    hold.clear();
+}
+
+// Every third call without credentials is over the address's limit.
+ApiError QueryRunner::limit_anonymous(const std::string &, LimitReport &report)
+{
+    if (++fake_runner::anonymous % 3 != 0)
+        return ApiError();
+    report.present = true;
+    report.limit = 10;
+    report.reset_seconds = 1;
+    report.retry_after_seconds = 1;
+    return api_errors::make(error_code::rate_limited, "too many calls: slow down");
+}
+
 CallResult QueryRunner::run(const CallRequest &request, bool)
 {
     fake_runner::calls++;
     fake_runner::last = request;
     CallResult result;
+    if (request.query == "limited") {
+        result.limits.present = true;
+        result.limits.limit = 5;
+        result.limits.reset_seconds = 60;
+        result.limits.retry_after_seconds = 60;
+        result.error = api_errors::make(error_code::quota_exceeded, "the quota is used up");
+        return result;
+    }
     if (request.query == "invalid") {
         result.error = api_errors::make(error_code::param_invalid, "invalid parameters");
         for (const CallParam &p : request.params)
@@ -42,6 +67,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool)
 namespace fake_runner {
 
 int calls = 0;
+int anonymous = 0;
 CallRequest last;
 
 QueryRunner &instance()

@@ -12,6 +12,7 @@ QueryRunner &instance();
 
 // Calls of run() so far, and the last request it was given.
 extern int calls;
+extern int anonymous; // calls of limit_anonymous()
 extern CallRequest last;
 
 } // namespace fake_runner

@@ -12,11 +12,12 @@
 // Oracles: the status is one of the API's, the body is a JSON object (parsed back with json_body)
 // and an error body has "error", "code" (with that code's status), "request_id" and maybe
 // "errors"; X-Request-Id is there once, is the caller's when that one is valid, and no response
-// header holds CR, LF or NUL; 405 has Allow, 401 WWW-Authenticate; the runner is called only for
-// GET or POST /q/{name} with a credential, with paging inside its limits, and its page is
-// answered with X-Page, X-Page-Size and X-Has-More. One known finding is tolerated (below).
-// The access log is on (querygate.log_requests and its format from the mode byte): every line is
-// one line (no CR, LF or NUL), and a JSON one is an object whose "status" is the answer's.
+// header holds CR, LF or NUL; 405 has Allow, 401 WWW-Authenticate, 429 Retry-After and the
+// RateLimit headers (the fake refuses /q/limited and every third call without credentials); the
+// runner is called only for GET or POST /q/{name} with a credential, with paging inside its limits,
+// and its page is answered with X-Page, X-Page-Size and X-Has-More. One known finding is tolerated
+// (below). The access log is on (querygate.log_requests and its format from the mode byte): every
+// line is one line (no CR, LF or NUL), and a JSON one is an object whose "status" is the answer's.
 #include "http/json_body.hpp"
 #include "http/request_handler.hpp"
 
@@ -111,7 +112,7 @@ bool whole_number_in(const std::string &text, long lo, long hi)
 void check_response(const HttpRequest &request, const HttpResponse &response, bool refused,
                     int calls_before)
 {
-    static const int statuses[] = {200, 400, 401, 403, 404, 405, 413, 500, 503, 504};
+    static const int statuses[] = {200, 400, 401, 403, 404, 405, 413, 429, 500, 503, 504};
     bool known = false;
     for (int s : statuses)
         known = known || response.status == s;
@@ -195,6 +196,9 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
     FUZZ_CHECK(status_of(code->text) == response.status);
     FUZZ_CHECK((header_count(response, "Allow") == 1) == (response.status == 405));
     FUZZ_CHECK((header_count(response, "WWW-Authenticate") == 1) == (response.status == 401));
+    // A refusal over a limit says when to come back, and what the limit is.
+    FUZZ_CHECK((header_count(response, "Retry-After") == 1) == (response.status == 429));
+    FUZZ_CHECK(header_count(response, "RateLimit-Limit") == (response.status == 429 ? 1 : 0));
     if (refused)
         FUZZ_CHECK(code->text == "payload_too_large");
     if (runner_called)

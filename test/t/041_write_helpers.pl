@@ -2,7 +2,7 @@
 # waits (here for a row lock a SQL session holds, as it would for its WAL flush) holds no worker.
 # One worker, so that without helpers it would serve nobody else meanwhile (shown with
 # querygate.write_helpers = 0). Also: with every helper busy and no room for another
-# (max_worker_processes = 5: the worker, the WAL flusher and the logical replication launcher leave
+# (max_worker_processes = 6: the worker, the WAL flusher, the writer and the logical replication launcher leave
 # two slots, the worker's share), a write waits for a free helper while the worker serves on; a helper killed during a call
 # gives its caller the documented 500 and the worker goes on; with no slot at all, the worker runs
 # writes itself. Last, querygate raises max_worker_processes when the administrator left it unset.
@@ -15,7 +15,7 @@ use QuerygateTest;
 
 my $statement_ms = timeouts(60) * 1000;
 my $qg = QuerygateTest->start(name => 'write_helpers', workers => 1,
-	conf => "querygate.allow_writes = on\nmax_worker_processes = 5\n"
+	conf => "querygate.allow_writes = on\nmax_worker_processes = 6\n"
 	  . "querygate.statement_timeout = $statement_ms\n");
 $qg->sql(q{
 	CREATE ROLE wh_writer NOLOGIN;
@@ -157,10 +157,10 @@ is(answer($a, timeouts(10)), '200 {"rows_affected":1}', 'the write answers once 
 is(answer($b, timeouts(10)), '200 [{"n":2}]', 'then the read');
 
 close $_ for $a, $b, $c, $d;
-# ---- no slot at all (the worker, the WAL flusher and the launcher take all three): the worker runs
+# ---- no slot at all (the worker, the WAL flusher, the writer and the launcher take all four): the worker runs
 # writes itself
 my $bare = QuerygateTest->start(name => 'no_slot', workers => 1,
-	conf => "querygate.allow_writes = on\nmax_worker_processes = 3\n");
+	conf => "querygate.allow_writes = on\nmax_worker_processes = 4\n");
 $bare->sql(q{
 	CREATE ROLE wh_writer NOLOGIN;
 	CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL);
@@ -180,18 +180,18 @@ is($bare->sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'quer
 	'0', 'no helper runs');
 like(slurp_file($bare->node->logfile), qr/no background worker slot is free for a write helper/,
 	'the server log says why');
-is($bare->sql('SHOW max_worker_processes'), '3', 'max_worker_processes set by the administrator is kept');
+is($bare->sql('SHOW max_worker_processes'), '4', 'max_worker_processes set by the administrator is kept');
 
 # ---- max_worker_processes left at its default: querygate adds the slots of its workers, their
-# helpers and the WAL flusher to PostgreSQL's 8 (src/worker/worker_slots.hpp)
+# helpers, the WAL flusher and the writer to PostgreSQL's 8 (src/worker/worker_slots.hpp)
 my $roomy = QuerygateTest->start(name => 'default_slots', workers => 2,
 	conf => "querygate.write_helpers = 3
 ");
-is($roomy->sql('SHOW max_worker_processes'), 8 + 2 * (1 + 3) + 1,
+is($roomy->sql('SHOW max_worker_processes'), 8 + 2 * (1 + 3) + 2,
 	'an unset max_worker_processes is raised by querygate\'s processes');
 is($roomy->sql(q{SELECT source FROM pg_settings WHERE name = 'max_worker_processes'}), 'default',
 	'as a default, which any setting of the administrator outranks');
 like(slurp_file($roomy->node->logfile),
-	qr/querygate raised max_worker_processes from 8 to 17 for its 2 workers/, 'and the log says so');
+	qr/querygate raised max_worker_processes from 8 to 18 for its 2 workers/, 'and the log says so');
 
 done_testing();

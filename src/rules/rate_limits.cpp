@@ -1,0 +1,137 @@
+// The arithmetic of rate limits and quotas: see rate_limits.hpp.
+#include "rules/rate_limits.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace rate_limits {
+
+namespace {
+
+constexpr std::int64_t us_per_second = 1000000;
+constexpr std::int64_t us_per_day = 86400 * us_per_second;
+
+// Days since 1970-01-01 of a civil date, and back (Howard Hinnant's algorithms, proleptic
+// Gregorian): months have no fixed length, so the month's bounds are computed from the date.
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const unsigned yoe = static_cast<unsigned>(y - era * 400);
+    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+void civil_from_days(std::int64_t z, std::int64_t &y, unsigned &m)
+{
+    z += 719468;
+    const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    const unsigned doe = static_cast<unsigned>(z - era * 146097);
+    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const unsigned mp = (5 * doy + 2) / 153;
+    m = mp < 10 ? mp + 3 : mp - 9;
+    y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2);
+}
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b)
+{
+    std::int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+} // namespace
+
+Limits merge(const Limits &own, const Limits &inherited)
+{
+    Limits out;
+    const Limits &rate = own.rate_per_second > 0 ? own : inherited;
+    out.rate_per_second = rate.rate_per_second;
+    out.burst = own.burst > 0 ? own.burst : rate.burst;
+    out.max_in_flight = own.max_in_flight > 0 ? own.max_in_flight : inherited.max_in_flight;
+    const Limits &quota = own.quota > 0 ? own : inherited;
+    out.quota = quota.quota;
+    out.quota_period = quota.quota_period;
+    return out;
+}
+
+long capacity(const Limits &limits)
+{
+    if (limits.burst > 0)
+        return limits.burst;
+    const double up = std::ceil(limits.rate_per_second);
+    return up < 1 ? 1 : up > 1e9 ? 1000000000L : static_cast<long>(up);
+}
+
+namespace {
+
+// The bucket refilled to now (a new bucket is full; a clock that went back refills nothing).
+double refilled(const Bucket &bucket, double rate_per_second, long capacity, std::int64_t now_us)
+{
+    if (bucket.refilled_us == 0)
+        return static_cast<double>(capacity);
+    const std::int64_t elapsed = std::max<std::int64_t>(0, now_us - bucket.refilled_us);
+    return std::min(static_cast<double>(capacity),
+                    bucket.tokens + rate_per_second * static_cast<double>(elapsed) / us_per_second);
+}
+
+} // namespace
+
+bool take(Bucket &bucket, double rate_per_second, long capacity, std::int64_t now_us,
+          std::int64_t &wait_us, long &remaining)
+{
+    double tokens = refilled(bucket, rate_per_second, capacity, now_us);
+    // An administrator who lowered the burst shrinks a fuller bucket at once.
+    tokens = std::min(tokens, static_cast<double>(capacity));
+    bucket.refilled_us = now_us;
+    wait_us = 0;
+    if (tokens >= 1.0) {
+        bucket.tokens = tokens - 1.0;
+        remaining = static_cast<long>(bucket.tokens);
+        return true;
+    }
+    bucket.tokens = tokens;
+    remaining = 0;
+    wait_us = rate_per_second > 0
+                  ? static_cast<std::int64_t>(std::ceil((1.0 - tokens) / rate_per_second *
+                                                        static_cast<double>(us_per_second)))
+                  : us_per_second;
+    return false;
+}
+
+bool full(const Bucket &bucket, double rate_per_second, long capacity, std::int64_t now_us)
+{
+    return refilled(bucket, rate_per_second, capacity, now_us) >= static_cast<double>(capacity);
+}
+
+std::int64_t period_start(Period period, std::int64_t unix_us)
+{
+    const std::int64_t day = floor_div(unix_us, us_per_day);
+    if (period == Period::day)
+        return day * us_per_day;
+    std::int64_t y;
+    unsigned m;
+    civil_from_days(day, y, m);
+    return days_from_civil(y, m, 1) * us_per_day;
+}
+
+std::int64_t period_end(Period period, std::int64_t unix_us)
+{
+    const std::int64_t start = period_start(period, unix_us);
+    if (period == Period::day)
+        return start + us_per_day;
+    std::int64_t y;
+    unsigned m;
+    civil_from_days(floor_div(start, us_per_day), y, m);
+    return days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) * us_per_day;
+}
+
+long long seconds_up(std::int64_t us)
+{
+    if (us <= 0)
+        return 0;
+    return (us + us_per_second - 1) / us_per_second;
+}
+
+} // namespace rate_limits

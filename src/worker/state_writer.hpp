@@ -1,0 +1,15 @@
+// The writer: one background process that saves what the workers count in shared memory to the
+// catalog, outside any call's transaction, so that no call waits for it. Today that is the quota
+// counts (call/limit_table.hpp) into querygate.quota_usage, every querygate.quota_flush_interval
+// and once more at a clean stop, after the workers have exited (a crash loses at most one
+// interval's counts, which the next start reads back as they were last saved).
+//
+// Not during recovery: nothing can be written on a standby, whose counts are its own and start
+// from what the primary last saved (replayed with its WAL).
+#pragma once
+
+#include "pg/pg_headers.hpp"
+
+extern "C" {
+PGDLLEXPORT void querygate_writer_main(Datum main_arg);
+}
