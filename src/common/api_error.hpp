@@ -60,6 +60,16 @@ inline constexpr ErrorCode internal_error{500, "internal_error"};
 inline constexpr ErrorCode unavailable{503, "unavailable"};
 inline constexpr ErrorCode query_timeout{504, "query_timeout"};
 
+// Every code above, for what checks answers against the contract (the request-handler fuzz
+// target); test/unit/api_error_test.cpp fails when a code is defined above and missing here.
+inline constexpr ErrorCode all[] = {
+    invalid_body,         invalid_paging, invalid_format,    not_found,       method_not_allowed,
+    payload_too_large,    uri_too_long,   header_too_large,  unauthorized,    query_not_found,
+    sign_in_required,     claim_missing,  privileged_role,   rate_limited,    quota_exceeded,
+    param_required,       param_invalid,  param_from_claim,  untrusted_code,  table_not_allowed,
+    write_op_not_allowed, read_only,      mask_unresolvable, mask_expression, mask_predicate,
+    permission_denied,    query_failed,   internal_error,    unavailable,     query_timeout};
+
 } // namespace error_code
 
 struct ApiError {
