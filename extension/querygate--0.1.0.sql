@@ -324,6 +324,30 @@ CREATE VIEW keys AS
                AS quota_used
       FROM api_key k LEFT JOIN policy p ON p.name = k.policy;
 
+-- The calls every worker counted (shared memory, from the start of the server or the last
+-- stat_reset()), per saved query and policy, as pg_stat_statements counts statements: times in
+-- milliseconds, stddev_time the population's. Only calls by a caller whose policy may call the
+-- query are here (GET /metrics sums them by query).
+CREATE FUNCTION stat_queries(
+    OUT query text, OUT policy text, OUT calls bigint, OUT errors bigint,
+    OUT errors_by_code jsonb, OUT rows bigint, OUT bytes bigint, OUT total_time double precision,
+    OUT min_time double precision, OUT max_time double precision,
+    OUT mean_time double precision, OUT stddev_time double precision)
+    RETURNS SETOF record
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'querygate_stat_queries';
+CREATE VIEW stat_queries AS SELECT * FROM stat_queries();
+-- Each running HTTP worker since it started: its connections and calls awaiting an answer now,
+-- requests answered (probes and refusals too), those with a status of 400 or more, and the time
+-- it spent serving rather than waiting (milliseconds).
+CREATE FUNCTION stat_workers(
+    OUT worker integer, OUT pid integer, OUT started timestamptz, OUT connections bigint,
+    OUT in_flight bigint, OUT requests bigint, OUT errors bigint, OUT busy_time double precision)
+    RETURNS SETOF record
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'querygate_stat_workers';
+CREATE VIEW stat_workers AS SELECT * FROM stat_workers();
+CREATE FUNCTION stat_reset() RETURNS void
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'querygate_stat_reset';
+
 REVOKE ALL ON ALL TABLES IN SCHEMA querygate FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA querygate FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA querygate FROM PUBLIC;
@@ -338,8 +362,10 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb), drop_query(text),
     set_limits(text, text, double precision, integer, integer, bigint, text),
     allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
     grant_writes(text, text[]), set_policy(text, text, boolean), set_jwks(jsonb),
-    isolate_tenant(regclass, name), explain(text, text)
+    isolate_tenant(regclass, name), explain(text, text),
+    stat_queries(), stat_workers(), stat_reset()
     TO querygate_admin;
+GRANT SELECT ON stat_queries, stat_workers TO querygate_admin;
 GRANT SELECT ON mask_secret TO querygate_admin;
 GRANT SELECT ON audit TO querygate_admin;
 GRANT SELECT ON quota_usage TO querygate_admin;

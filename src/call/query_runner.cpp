@@ -14,6 +14,7 @@
 
 #include "call/call_limits.hpp"
 #include "call/limit_table.hpp"
+#include "call/stat_table.hpp"
 
 #include "pg/pg_headers.hpp"
 extern "C" {
@@ -43,7 +44,9 @@ extern "C" {
 #include "rules/param_binding.hpp"
 #include "sql_api/governance.hpp"
 #include "worker/group_commit.hpp"
+#include "worker/worker_load.hpp"
 
+#include <chrono>
 #include <utility>
 
 namespace {
@@ -212,6 +215,7 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
     char *nulls = static_cast<char *>(MemoryContextAllocZero(request_context, nparams + 1));
     StringInfo body = nullptr;
     bool has_more = false;
+    uint64 rows_out = 0;
     const bool writes = entry.analysis->write_ops != 0;
     const bool returns_rows = entry.analysis->returns_rows;
     const long page = writes ? 1 : request.page;
@@ -263,6 +267,7 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
         body = makeStringInfo();
         MemoryContextSwitchTo(spi_cxt);
         if (writes && !returns_rows) {
+            rows_out = SPI_processed;
             appendStringInfo(body, "{\"rows_affected\":" UINT64_FORMAT "}", SPI_processed);
         } else if (SPI_tuptable == nullptr) {
             appendStringInfoString(body, "[]");
@@ -270,6 +275,7 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
             uint64 n = SPI_processed;
             has_more = !writes && n > static_cast<uint64>(page_size);
             uint64 rows = has_more ? static_cast<uint64>(page_size) : n;
+            rows_out = rows;
             RowWriter *writer = row_writer_create(SPI_tuptable->tupdesc, masked ? actions : nullptr,
                                                   nactions, hash_key, hash_key_len);
             row_writer_append_array(writer, body, SPI_tuptable->vals, 0, rows);
@@ -279,6 +285,7 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
     });
     result.body.assign(body->data, body->len);
     result.has_more = has_more;
+    result.rows = rows_out;
 }
 
 void QueryRunner::State::abort_call()
@@ -382,6 +389,23 @@ void begin_read_only_transaction()
     });
 }
 
+// Counts a call of a query a caller's policy may call (stat_table.hpp); others are counted only
+// by their worker.
+void record_call(const CachedQuery &query, const CachedPolicy &policy, const CallResult &result,
+                 std::chrono::steady_clock::time_point started) noexcept
+{
+    stat_table::Call call;
+    call.query = query.name;
+    call.policy = policy.name;
+    call.code = result.error.set() ? result.error.code.c_str() : nullptr;
+    call.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - started)
+                           .count();
+    call.rows = result.error.set() ? 0 : result.rows;
+    call.bytes = result.error.set() ? 0 : result.body.size();
+    stat_table::record(call);
+}
+
 } // namespace
 
 ApiError QueryRunner::ready()
@@ -413,6 +437,7 @@ ApiError QueryRunner::ready()
 CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
 {
     State &s = *state_;
+    const auto started = std::chrono::steady_clock::now();
     CallResult result;
     const CachedQuery *query = nullptr;
     s.phase = Phase::setup;
@@ -524,10 +549,27 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         result.policy = caller.policy->name;
     }
     MemoryContextReset(s.request_context);
-    // A call handed to a helper stays in flight until its answer (release, from the worker).
-    if (!result.for_helper)
+    // A call handed to a helper stays in flight until its answer (release, from the worker), and
+    // is counted by the helper that runs it.
+    if (!result.for_helper) {
         limit_table::release(result.limit_hold);
+        if (query != nullptr && caller.policy != nullptr)
+            record_call(*query, *caller.policy, result, started);
+    }
     return result;
+}
+
+ApiError QueryRunner::metrics(metrics::Snapshot &snapshot)
+{
+    try {
+        snapshot.queries = stat_table::snapshot(snapshot.unrecorded);
+        snapshot.workers = worker_load::snapshot();
+        snapshot.statistics = settings::statistics;
+        return ApiError();
+    } catch (const std::exception &) {
+        // The table's lock could not be taken, or no memory for the copy: nothing was changed.
+        return api_errors::make(error_code::unavailable, "the statistics cannot be read now");
+    }
 }
 
 void QueryRunner::release(std::string &hold)

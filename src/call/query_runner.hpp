@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/call.hpp"
+#include "common/metrics.hpp"
 
 #include <memory>
 
@@ -27,6 +28,9 @@ class QueryRunner {
     // For GET /ready: whether a call could be served now, that is, a transaction starts and the
     // catalog is loaded (the extension installed). An error (503 unavailable) when not.
     ApiError ready();
+    // For GET /metrics: every worker's statistics, from shared memory (no transaction). An
+    // error (503 unavailable) when they cannot be read.
+    ApiError metrics(metrics::Snapshot &snapshot);
     // A call handed to a helper has ended: it leaves its caller's in-flight count.
     void release(std::string &hold);
     // A call with no credentials at all from `address`: a 429 error when over

@@ -42,6 +42,7 @@ struct CallResult {
     ApiError error;   // set() when the call failed
     std::string body; // JSON rows on success
     bool has_more = false;
+    unsigned long long rows = 0; // rows in body, or changed by a write that returns none
     // A write the runner did not run because a write helper can (QueryRunner::run's
     // may_hand_off): the worker sends the request to one (src/worker/write_helpers.hpp).
     bool for_helper = false;

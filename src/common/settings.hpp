@@ -21,6 +21,9 @@ extern int limit_entries;       // querygate.limit_entries: callers counted at o
 extern double anonymous_rate;   // querygate.anonymous_rate_limit: calls/s per address without a key
 extern int anonymous_burst;     // querygate.anonymous_burst (reload)
 extern int quota_flush_interval; // querygate.quota_flush_interval, seconds (reload)
+extern int stat_entries;         // querygate.stat_entries: queries x policies counted (restart)
+extern bool statistics;          // querygate.statistics: calls are counted (reload)
+extern char *metrics_token;      // querygate.metrics_token: GET /metrics's bearer token (reload)
 extern char *trusted_proxies;  // querygate.trusted_proxies: CIDRs whose X-Forwarded-For is believed
 extern char *jwt_secret;       // querygate.jwt_secret: HS256 key, superuser-only (reload)
 extern char *jwt_issuer;       // querygate.jwt_issuer (reload)

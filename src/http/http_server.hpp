@@ -79,6 +79,7 @@ class HttpServer {
     // it may show are durable); the next run() sends it. Returns whether any was released.
     void set_hold(HoldCheck hold) { hold_ = std::move(hold); }
     bool holding() const { return !held_.empty(); }
+    std::size_t held() const { return held_.size(); }
     bool release_held(std::uint64_t upto);
 
     // Answers made later (a write run by a write helper, src/worker/write_helpers.hpp): a response

@@ -4,10 +4,13 @@
 #include "common/chars.hpp"
 #include "http/json_body.hpp"
 #include "http/json_text.hpp"
+#include "http/prometheus_text.hpp"
 #include "common/settings.hpp"
 #include "common/version.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <chrono>
@@ -47,6 +50,16 @@ bool iequals_prefix(const std::string &s, const char *prefix)
 bool looks_like_jwt(const std::string &token)
 {
     return std::count(token.begin(), token.end(), '.') == 2;
+}
+
+// Whether two secrets are equal, in time that depends on neither: their SHA-256 digests are
+// compared with CRYPTO_memcmp.
+bool same_secret(const std::string &presented, const char *expected)
+{
+    unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char *>(presented.data()), presented.size(), a);
+    SHA256(reinterpret_cast<const unsigned char *>(expected), std::strlen(expected), b);
+    return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
 }
 
 // The credentials: X-API-Key, or "Authorization: Bearer <key or JWT>". When both headers are
@@ -285,8 +298,15 @@ void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse
                              "the request is not well-formed HTTP");
     write_error(response, e, id);
     response.add_header("X-Request-Id", id);
+    count(response);
     if (logging())
         log_answer(start_log(request), response, id); // refused as it came: no time of ours
+}
+
+void RequestHandler::count(const HttpResponse &response)
+{
+    counts_.answered++;
+    counts_.errors += response.status >= 400;
 }
 
 RequestHandler::Logged RequestHandler::start_log(const HttpRequest &request)
@@ -335,12 +355,16 @@ void RequestHandler::handle(const HttpRequest &request, HttpResponse &response)
     if (!logging()) {
         Logged unused;
         route(request, response, id, unused);
+        if (response.later == 0)
+            count(response);
         return;
     }
     Logged logged = start_log(request);
     route(request, response, id, logged);
-    if (response.later == 0)
+    if (response.later == 0) {
+        count(response);
         log_answer(logged, response, id);
+    }
 }
 
 void RequestHandler::route(const HttpRequest &request, HttpResponse &response,
@@ -358,6 +382,10 @@ void RequestHandler::route(const HttpRequest &request, HttpResponse &response,
             handle_ready(response, id);
         else
             handle_health(response, path == "/live" ? "live" : "ok");
+        return;
+    }
+    if (path == "/metrics") {
+        handle_metrics(request, response, id);
         return;
     }
     if (path.compare(0, 3, "/q/") == 0 && path.size() > 3 &&
@@ -387,6 +415,47 @@ void RequestHandler::handle_ready(HttpResponse &response, const std::string &id)
         return;
     }
     handle_health(response, "ready");
+}
+
+// /metrics: what every worker counted, in the Prometheus text format. Never public by default:
+// with no token set it is an endpoint that does not exist, and a wrong or missing token hears
+// what a wrong key does (401), compared in constant time.
+void RequestHandler::handle_metrics(const HttpRequest &request, HttpResponse &response,
+                                    const std::string &id)
+{
+    const char *token = settings::metrics_token;
+    if (token == nullptr || *token == '\0') {
+        write_error(response, api_errors::make(error_code::not_found, "no such endpoint"), id);
+        return;
+    }
+    if (request.method != "GET" && request.method != "HEAD") {
+        ApiError e = api_errors::make(error_code::method_not_allowed, "use GET on /metrics");
+        e.allow = "GET, HEAD";
+        write_error(response, e, id);
+        return;
+    }
+    const std::string *auth = request.header("authorization");
+    std::string presented;
+    if (auth != nullptr && iequals_prefix(*auth, "bearer ")) {
+        const size_t start = auth->find_first_not_of(' ', 7);
+        if (start != std::string::npos)
+            presented = auth->substr(start);
+    }
+    if (!same_secret(presented, token)) {
+        write_error(response,
+                    api_errors::make(error_code::unauthorized,
+                                     "a valid bearer token (querygate.metrics_token) is required"),
+                    id);
+        return;
+    }
+    metrics::Snapshot snapshot;
+    if (ApiError failed = runner_.metrics(snapshot); failed.set()) {
+        write_error(response, failed, id);
+        return;
+    }
+    response.status = 200;
+    response.content_type = prometheus_text::content_type;
+    prometheus_text::render(snapshot, response.body);
 }
 
 void RequestHandler::handle_query(const HttpRequest &request, const std::string &name,
@@ -501,6 +570,7 @@ bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpRespons
     result.limits = later.limits;
     start_response(response, later.request_id);
     answer_call(result, later.page, later.page_size, response, later.request_id);
+    count(response);
     if (logging())
         log_answer(later.logged, response, later.request_id);
     return true;

@@ -1,6 +1,7 @@
 // Routes an HTTP request and turns it into a call, and a call's result into an HTTP response:
-// GET /health, GET|POST /q/{name}. Parameters come from the query string or a JSON body; paging
-// options are validated here, before any transaction starts. Pure C++: no PostgreSQL header.
+// GET /health, /live, /ready, /metrics, GET|POST /q/{name}. Parameters come from the query string
+// or a JSON body; paging options are validated here, before any transaction starts. Pure C++: no
+// PostgreSQL header.
 #pragma once
 
 #include "http/access_log.hpp"
@@ -35,6 +36,14 @@ class RequestHandler {
     // 505 ...: own_answers.hpp): the same JSON error shape.
     void refuse(const HttpRequest &request, int status, HttpResponse &response);
 
+    // Requests answered so far (a call handed off counts when finished), and of those, answered
+    // with a status of 400 or more: the worker's totals in querygate.stat_workers.
+    struct Counts {
+        std::uint64_t answered = 0;
+        std::uint64_t errors = 0;
+    };
+    const Counts &counts() const { return counts_; }
+
   private:
     using Clock = std::chrono::steady_clock;
     // What the access log says of a request besides its answer.
@@ -53,6 +62,9 @@ class RequestHandler {
                Logged &logged);
     void handle_health(HttpResponse &response, const char *status);
     void handle_ready(HttpResponse &response, const std::string &id);
+    // GET /metrics: 404 unless querygate.metrics_token is set, 401 without it.
+    void handle_metrics(const HttpRequest &request, HttpResponse &response, const std::string &id);
+    void count(const HttpResponse &response);
     void handle_query(const HttpRequest &request, const std::string &name, HttpResponse &response,
                       const std::string &id, Logged &logged);
     // Whether querygate.log_requests may want this request's line (it asks by status, known later).
@@ -85,6 +97,7 @@ class RequestHandler {
     access_log::Sink *log_;
     std::string log_line_; // reused: a line is made per request logged
     std::vector<Later> later_;
+    Counts counts_;
     std::uint64_t last_token_ = 0;
     std::vector<client_address::Cidr> trusted_;
     unsigned long trusted_generation_ = 0;

@@ -10,6 +10,7 @@ extern "C" {
 }
 
 #include "call/limit_table.hpp"
+#include "call/stat_table.hpp"
 #include "http/listen_socket.hpp"
 #include "common/settings.hpp"
 #include "worker/wal_flusher.hpp"
@@ -29,7 +30,8 @@ namespace {
 bool preloaded = false;
 
 // Shared memory, requested and set up through PostgreSQL's hooks (chained): the workers' load
-// counts, the WAL flusher's state and the limit counts (call/limit_table.hpp).
+// counts and activity, the WAL flusher's state, the limit counts (call/limit_table.hpp) and the
+// call statistics (call/stat_table.hpp).
 shmem_request_hook_type prev_shmem_request = nullptr;
 shmem_startup_hook_type prev_shmem_startup = nullptr;
 
@@ -41,6 +43,8 @@ void request_shmem()
     RequestAddinShmemSpace(wal_flusher::shmem_size());
     RequestAddinShmemSpace(limit_table::shmem_size());
     limit_table::shmem_request();
+    RequestAddinShmemSpace(stat_table::shmem_size());
+    stat_table::shmem_request();
 }
 
 void startup_shmem()
@@ -50,6 +54,7 @@ void startup_shmem()
     worker_load::shmem_init();
     wal_flusher::shmem_init();
     limit_table::shmem_init();
+    stat_table::shmem_init();
 }
 
 // One of querygate's background processes. Each has shared memory and a connection (the WAL

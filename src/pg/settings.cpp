@@ -27,6 +27,9 @@ int limit_entries = 10000;
 double anonymous_rate = 0;
 int anonymous_burst = 0;
 int quota_flush_interval = 10;
+int stat_entries = 5000;
+bool statistics = true;
+char *metrics_token = nullptr;
 char *trusted_proxies = nullptr;
 char *jwt_secret = nullptr;
 char *jwt_issuer = nullptr;
@@ -71,6 +74,11 @@ void define_restart_only()
         "About 150 bytes of shared memory each. When every entry is in use "
         "and none can be forgotten, calls of new callers are refused (429).",
         &limit_entries, 10000, 100, 10000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.stat_entries", "Query and policy pairs whose calls are counted at once.",
+        "About 600 bytes of shared memory each. Calls of a pair that finds the table full are "
+        "counted as unrecorded; querygate.stat_reset() empties it.",
+        &stat_entries, 5000, 100, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
 }
 
 void define_reloadable()
@@ -126,6 +134,15 @@ void define_reloadable()
                             "querygate.anonymous_rate_limit applies; 0: the rate, rounded up.",
                             nullptr, &anonymous_burst, 0, 0, 1000000000, PGC_SIGHUP, 0, nullptr,
                             nullptr, nullptr);
+    DefineCustomBoolVariable("querygate.statistics",
+                             "Counts every call in querygate.stat_queries and GET /metrics.",
+                             nullptr, &statistics, true, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    // A secret, as querygate.jwt_secret: only superusers can see or set it.
+    DefineCustomStringVariable(
+        "querygate.metrics_token",
+        "Bearer token GET /metrics requires; empty (the default) answers /metrics 404.", nullptr,
+        &metrics_token, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+        nullptr, nullptr, nullptr);
     DefineCustomIntVariable("querygate.quota_flush_interval",
                             "How often the writer process saves quota counts to "
                             "querygate.quota_usage.",

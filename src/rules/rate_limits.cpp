@@ -84,7 +84,10 @@ bool take(Bucket &bucket, double rate_per_second, long capacity, std::int64_t no
     double tokens = refilled(bucket, rate_per_second, capacity, now_us);
     // An administrator who lowered the burst shrinks a fuller bucket at once.
     tokens = std::min(tokens, static_cast<double>(capacity));
-    bucket.refilled_us = now_us;
+    // Workers read the clock before they take the entry's lock, so a call can come with a time
+    // earlier than the last one's: the bucket's time never goes back, or the time between would
+    // be refilled twice.
+    bucket.refilled_us = std::max(bucket.refilled_us, now_us);
     wait_us = 0;
     if (tokens >= 1.0) {
         bucket.tokens = tokens - 1.0;

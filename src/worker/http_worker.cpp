@@ -188,7 +188,8 @@ void serve()
     };
 
     BusyPoll busy_poll;
-    bool look = false; // look for the next request before sleeping
+    bool look = false;              // look for the next request before sleeping
+    worker_load::Activity activity; // this worker's totals (querygate.stat_workers)
     for (;;) {
         const auto now = AcceptGate::Clock::now();
         const bool watching = gate.watching(now);
@@ -214,6 +215,8 @@ void serve()
         }
         if (n == 0)
             n = WaitEventSetWait(set, timeout, fired, 4, PG_WAIT_EXTENSION);
+        // Busy from here to the round's end; the wait above (and a brief poll) is idle time.
+        const auto woke = AcceptGate::Clock::now();
         for (int i = 0; i < n; i++) {
             if (fired[i].events & WL_LATCH_SET)
                 ResetLatch(MyLatch);
@@ -259,7 +262,14 @@ void serve()
         if (!server.holding())
             set_waiting(false);
         worker_load::publish(server.connections());
-        http_log.write(server, AcceptGate::Clock::now());
+        const auto round_end = AcceptGate::Clock::now();
+        http_log.write(server, round_end);
+        activity.requests = handler.counts().answered;
+        activity.errors = handler.counts().errors;
+        activity.in_flight = static_cast<unsigned>(server.waiting_later() + server.held());
+        activity.busy_us += static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(round_end - woke).count());
+        worker_load::publish(activity);
     }
 }
 

@@ -7,11 +7,18 @@
 //
 // One slot per worker (querygate.workers is restart-only, so the array never changes size). A slot
 // is "absent" until its worker starts and again after it exits, so a dead or restarting worker
-// never looks like the least loaded one. Later rooms (metrics, rate limits shared by all workers)
-// ask for their own shared memory the same way, from module.cpp's hooks.
+// never looks like the least loaded one.
+//
+// Each slot also holds what its worker has done since it started, for querygate.stat_workers and
+// GET /metrics: requests answered, errors among them, time busy, calls awaiting an answer. Only its
+// own worker writes a slot; anyone reads it.
 #pragma once
 
+#include "common/metrics.hpp"
+
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 namespace worker_load {
 
@@ -28,5 +35,16 @@ void publish(unsigned connections);
 unsigned fewest();
 // Whether any worker is running (the writer waits for none at a clean stop).
 bool any_running();
+
+// What this worker has done since it started (totals, not increments).
+struct Activity {
+    std::uint64_t requests = 0;
+    std::uint64_t errors = 0;
+    std::uint64_t busy_us = 0;
+    unsigned in_flight = 0;
+};
+void publish(const Activity &activity);
+// Every running worker's slot.
+std::vector<metrics::WorkerStats> snapshot();
 
 } // namespace worker_load

@@ -23,6 +23,26 @@ ApiError QueryRunner::ready()
     return ApiError();
 }
 
+// A fixed snapshot, with a query name that needs every escape of a label value.
+ApiError QueryRunner::metrics(metrics::Snapshot &snapshot)
+{
+    metrics::QueryStats q;
+    q.query = "odd\"name\\with\nescapes";
+    q.policy = "p";
+    q.calls = 3;
+    q.by_code[0] = 2;
+    q.by_code[metrics::code_slot("param_invalid")] = 1;
+    q.buckets[0] = 1;
+    q.buckets[metrics::duration_buckets - 1] = 2;
+    q.total_seconds = 20.5;
+    snapshot.queries.push_back(q);
+    metrics::WorkerStats w;
+    w.worker = 1;
+    w.requests = 10;
+    snapshot.workers.push_back(w);
+    return ApiError();
+}
+
 void QueryRunner::release(std::string &hold)
 {
     hold.clear();
@@ -86,6 +106,7 @@ int max_body_size = 1024 * 1024;
 char *trusted_proxies = nullptr;
 int log_requests = log_off;
 int log_requests_format = log_text;
+char *metrics_token = nullptr;
 unsigned long generation = 0;
 
 } // namespace settings

@@ -95,6 +95,40 @@ bool whole_number_in(const std::string &text, long lo, long hi)
     return v >= lo && v <= hi;
 }
 
+// The token GET /metrics is given, when the input sets one.
+char metrics_token[] = "fuzz-token";
+
+// A 200 from /metrics: only with the token, and in the text format, every line a comment or a
+// sample, every sample's family announced first.
+void check_metrics(const HttpRequest &request, const HttpResponse &response)
+{
+    FUZZ_CHECK(settings::metrics_token != nullptr && *settings::metrics_token != '\0');
+    FUZZ_CHECK(request.method == "GET" || request.method == "HEAD");
+    const std::string *auth = request.header("authorization");
+    FUZZ_CHECK(auth != nullptr && auth->size() > 7 &&
+               auth->substr(auth->size() - 10) == "fuzz-token");
+    FUZZ_CHECK(response.content_type.compare(0, 24, "text/plain; version=0.0.") == 0);
+    const std::string &b = response.body;
+    FUZZ_CHECK(!b.empty() && b.back() == '\n');
+    std::string family;
+    for (size_t start = 0; start < b.size();) {
+        const size_t end = b.find('\n', start);
+        const std::string line = b.substr(start, end - start);
+        start = end + 1;
+        FUZZ_CHECK(!line.empty());
+        if (line.compare(0, 7, "# TYPE ") == 0) {
+            family = line.substr(7, line.find(' ', 7) - 7);
+            continue;
+        }
+        if (line[0] == '#') {
+            FUZZ_CHECK(line.compare(0, 7, "# HELP ") == 0);
+            continue;
+        }
+        FUZZ_CHECK(!family.empty() && line.compare(0, family.size(), family) == 0);
+        FUZZ_CHECK(line.find(' ') != std::string::npos);
+    }
+}
+
 void check_response(const HttpRequest &request, const HttpResponse &response, bool refused,
                     int calls_before)
 {
@@ -103,6 +137,10 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
     for (int s : statuses)
         known = known || response.status == s;
     FUZZ_CHECK(known);
+    if (!refused && request.path == "/metrics" && response.status == 200) {
+        check_metrics(request, response);
+        return;
+    }
     FUZZ_CHECK(response.content_type == "application/json");
     for (const auto &h : response.headers)
         FUZZ_CHECK(h.second.find_first_of(std::string("\r\n\0", 3)) == std::string::npos);
@@ -239,6 +277,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool refused = mode == 0;
     settings::log_requests = mode % 3;
     settings::log_requests_format = (mode / 3) % 2;
+    settings::metrics_token = mode % 2 == 0 ? metrics_token : nullptr;
     int method = in.ConsumeIntegralInRange<int>(0, 7);
     int headers = in.ConsumeIntegralInRange<int>(0, 8);
 
@@ -280,6 +319,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     request.body = in.ConsumeRemainingBytesAsString();
 
     int calls_before = fake_runner::calls;
+    const RequestHandler::Counts counts_before = handler.counts();
     HttpResponse response;
     log.lines.clear();
     if (refused)
@@ -287,6 +327,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else
         handler.handle(request, response);
     check_response(request, response, refused, calls_before);
+    // Every answer is counted once, as an error when its status is 400 or more.
+    FUZZ_CHECK(handler.counts().answered == counts_before.answered + 1);
+    FUZZ_CHECK(handler.counts().errors == counts_before.errors + (response.status >= 400 ? 1 : 0));
     check_log(log, request, response);
     return 0;
 }

@@ -1,0 +1,46 @@
+// What every call of a saved query cost, per query and policy, in one shared-memory hash table
+// that every worker and write helper adds to: the querygate.stat_queries view and GET /metrics
+// read it (sql_api/stat_functions.cpp, call/query_runner.cpp), so any worker's answer is complete.
+//
+// Only calls of a query that exists, by a caller whose policy may call it, are counted here: a
+// caller cannot make an entry for a name of its choosing. Everything else a worker answers is
+// counted by its own slot (worker/worker_load.hpp). The table holds querygate.stat_entries
+// entries (a restart sizes it); a call that finds it full is counted as unrecorded, not dropped
+// silently, and querygate.stat_reset() empties it.
+#pragma once
+
+#include "pg/pg_headers.hpp"
+
+#include "common/metrics.hpp"
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+namespace stat_table {
+
+// One call, as run() ends it.
+struct Call {
+    std::string_view query;
+    std::string_view policy;
+    const char *code = nullptr; // the error's code (common/api_error.hpp); nullptr: it succeeded
+    int64 duration_us = 0;
+    uint64 rows = 0;  // rows returned, or changed by a write that returns none
+    uint64 bytes = 0; // the JSON body's size
+};
+
+std::size_t shmem_size();
+void shmem_request(); // from the shmem_request hook: its lock
+void shmem_init();    // from the shmem_startup hook
+
+// Adds the call to its query's and policy's entry. Never throws: statistics are not worth a
+// failed call (PostgreSQL's errors from the lock are caught and the call counted as unrecorded).
+void record(const Call &call) noexcept;
+
+// Every entry, copied under the lock (plain data out: metrics.hpp), and the count of calls that
+// found the table full since the last reset. May throw pg::PgError.
+std::vector<metrics::QueryStats> snapshot(uint64 &unrecorded);
+// Forgets every entry and the unrecorded count. May throw pg::PgError.
+void reset();
+
+} // namespace stat_table

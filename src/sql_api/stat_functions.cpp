@@ -1,0 +1,119 @@
+// The statistics as SQL sees them: querygate.stat_queries() and querygate.stat_workers(), the set
+// returning functions under the views of the same names, and querygate.stat_reset(). They read the
+// shared tables (call/stat_table.hpp, worker/worker_load.hpp), which exist only where the library
+// was preloaded: elsewhere the functions return no rows.
+#include "pg/pg_guard.hpp"
+#include "pg/pg_headers.hpp"
+
+extern "C" {
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+}
+
+#include "call/stat_table.hpp"
+#include "common/metrics.hpp"
+#include "http/json_text.hpp"
+#include "sql_api/catalog_access.hpp"
+#include "worker/worker_load.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr double ms_per_second = 1000.0;
+
+Datum text_datum(const std::string &s)
+{
+    return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size())));
+}
+
+// {"code": calls, ...} for the codes a query's failed calls ended with.
+Datum errors_by_code(const metrics::QueryStats &q)
+{
+    std::string json = "{";
+    for (int i = 1; i < metrics::code_slots; i++) {
+        if (q.by_code[i] == 0)
+            continue;
+        if (json.size() > 1)
+            json.push_back(',');
+        json_text::append_string(json, metrics::slot_code(i));
+        json.push_back(':');
+        json.append(std::to_string(q.by_code[i]));
+    }
+    json.push_back('}');
+    return DirectFunctionCall1(jsonb_in, CStringGetDatum(json.c_str()));
+}
+
+TimestampTz from_unix_us(int64 unix_us)
+{
+    return unix_us - static_cast<int64>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+}
+
+} // namespace
+
+QUERYGATE_SQL_FUNCTION(querygate_stat_queries)
+{
+    uint64 unrecorded = 0;
+    const std::vector<metrics::QueryStats> queries = stat_table::snapshot(unrecorded);
+    pg::guard([&] {
+        InitMaterializedSRF(fcinfo, 0);
+        ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+        for (const metrics::QueryStats &q : queries) {
+            const double calls = static_cast<double>(q.calls);
+            Datum values[12];
+            bool nulls[12] = {};
+            values[0] = text_datum(q.query);
+            values[1] = text_datum(q.policy);
+            values[2] = Int64GetDatum(static_cast<int64>(q.calls));
+            values[3] = Int64GetDatum(static_cast<int64>(q.errors()));
+            values[4] = errors_by_code(q);
+            values[5] = Int64GetDatum(static_cast<int64>(q.rows));
+            values[6] = Int64GetDatum(static_cast<int64>(q.bytes));
+            values[7] = Float8GetDatum(q.total_seconds * ms_per_second);
+            values[8] = Float8GetDatum(q.min_seconds * ms_per_second);
+            values[9] = Float8GetDatum(q.max_seconds * ms_per_second);
+            values[10] = Float8GetDatum(q.mean_seconds * ms_per_second);
+            // The population's standard deviation, as pg_stat_statements gives it.
+            values[11] =
+                Float8GetDatum(calls > 0 ? std::sqrt(q.sum_sq_dev / calls) * ms_per_second : 0.0);
+            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        }
+    });
+    return (Datum)0;
+}
+
+QUERYGATE_SQL_FUNCTION(querygate_stat_workers)
+{
+    const std::vector<metrics::WorkerStats> workers = worker_load::snapshot();
+    pg::guard([&] {
+        InitMaterializedSRF(fcinfo, 0);
+        ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+        for (const metrics::WorkerStats &w : workers) {
+            Datum values[8];
+            bool nulls[8] = {};
+            values[0] = Int32GetDatum(w.worker);
+            values[1] = Int32GetDatum(w.pid);
+            values[2] = TimestampTzGetDatum(from_unix_us(w.started_us));
+            values[3] = Int64GetDatum(static_cast<int64>(w.connections));
+            values[4] = Int64GetDatum(static_cast<int64>(w.in_flight));
+            values[5] = Int64GetDatum(static_cast<int64>(w.requests));
+            values[6] = Int64GetDatum(static_cast<int64>(w.errors));
+            values[7] = Float8GetDatum(static_cast<double>(w.busy_us) / 1000.0);
+            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        }
+    });
+    return (Datum)0;
+}
+
+// Forgets every query's statistics (not the workers' totals, which count since each started,
+// as a backend's do). Administrators only.
+QUERYGATE_SQL_FUNCTION(querygate_stat_reset)
+{
+    pg::guard([] { require_admin(); });
+    stat_table::reset();
+    PG_RETURN_VOID();
+}
