@@ -112,6 +112,29 @@ CREATE TABLE quota_usage (
     CHECK (num_nonnulls(key_id, policy) = 1)
 );
 
+-- The run history: a row per call answered (GET or POST /q/{name}), put in a shared ring by the
+-- worker that answered and inserted here in batches by the writer process, outside the call's
+-- transaction (querygate.history, querygate.history_sample_rate: errors always kept). Rows older
+-- than querygate.history_retention are removed once a minute. Names, not ids: a row outlives the key
+-- or query it names. Not audited: records are not changes.
+CREATE TABLE history (
+    at              timestamptz NOT NULL,   -- when the call started
+    request_id      text NOT NULL,
+    key_name        text,                   -- the key's name ("jwt" for a bearer token), once accepted
+    policy          text,
+    query           text NOT NULL,          -- the name called
+    query_revision  bigint,                 -- saved_query.revision of what ran, once found
+    status          smallint NOT NULL,
+    code            text,                   -- the error's code, when it failed
+    duration_ms     double precision NOT NULL,
+    rows            bigint NOT NULL,
+    bytes           bigint NOT NULL,        -- the answer's body
+    client          text,                   -- the caller's address, behind querygate.trusted_proxies
+    worker          integer NOT NULL,
+    masked_columns  jsonb                   -- the answer's masked columns, by name
+);
+CREATE INDEX history_at ON history (at);
+
 -- The JWKS document that verifies RS256/ES256 bearer tokens (one row at most).
 CREATE TABLE jwks (
     id    boolean PRIMARY KEY DEFAULT true CHECK (id),
@@ -137,6 +160,7 @@ SELECT pg_catalog.pg_extension_config_dump('mask_rule', '');
 SELECT pg_catalog.pg_extension_config_dump('jwks', '');
 SELECT pg_catalog.pg_extension_config_dump('mask_secret', '');
 SELECT pg_catalog.pg_extension_config_dump('quota_usage', '');
+SELECT pg_catalog.pg_extension_config_dump('history', '');
 
 -- Every change to the catalog tells the HTTP workers at commit (a rolled-back change tells nobody).
 CREATE FUNCTION catalog_changed() RETURNS trigger
@@ -345,6 +369,13 @@ CREATE FUNCTION stat_workers(
     RETURNS SETOF record
     LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'querygate_stat_workers';
 CREATE VIEW stat_workers AS SELECT * FROM stat_workers();
+-- The run history's ring since the server started: records waiting for the writer, saved,
+-- dropped (the ring was full, or a batch could not be saved) and left out by the sample rate.
+CREATE FUNCTION stat_history(
+    OUT buffered bigint, OUT written bigint, OUT dropped bigint, OUT skipped bigint)
+    RETURNS record
+    LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'querygate_stat_history';
+CREATE VIEW stat_history AS SELECT * FROM stat_history();
 CREATE FUNCTION stat_reset() RETURNS void
     LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'querygate_stat_reset';
 
@@ -363,12 +394,13 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb), drop_query(text),
     allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
     grant_writes(text, text[]), set_policy(text, text, boolean), set_jwks(jsonb),
     isolate_tenant(regclass, name), explain(text, text),
-    stat_queries(), stat_workers(), stat_reset()
+    stat_queries(), stat_workers(), stat_history(), stat_reset()
     TO querygate_admin;
-GRANT SELECT ON stat_queries, stat_workers TO querygate_admin;
+GRANT SELECT ON stat_queries, stat_workers, stat_history TO querygate_admin;
 GRANT SELECT ON mask_secret TO querygate_admin;
 GRANT SELECT ON audit TO querygate_admin;
 GRANT SELECT ON quota_usage TO querygate_admin;
+GRANT SELECT ON history TO querygate_admin;
 
 -- Says whether HTTP is on; the notice is raised from C where the preload state is known.
 CREATE FUNCTION http_status_notice() RETURNS void

@@ -14,6 +14,7 @@
 
 #include "call/call_limits.hpp"
 #include "call/limit_table.hpp"
+#include "call/history_ring.hpp"
 #include "call/stat_table.hpp"
 
 #include "pg/pg_headers.hpp"
@@ -39,6 +40,7 @@ extern "C" {
 #include "call/json_output.hpp"
 #include "call/plan_cache.hpp"
 #include "common/settings.hpp"
+#include "http/json_text.hpp"
 #include "pg/pg_guard.hpp"
 #include "policy/role_rules.hpp"
 #include "rules/param_binding.hpp"
@@ -52,6 +54,8 @@ extern "C" {
 namespace {
 
 enum class Phase { setup, binding, executing };
+
+std::string masked_list(TupleDesc desc, const int *actions, int nactions);
 
 } // namespace
 
@@ -216,6 +220,7 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
     StringInfo body = nullptr;
     bool has_more = false;
     uint64 rows_out = 0;
+    TupleDesc out_desc = nullptr; // the answer's columns, for the history's list of masked ones
     const bool writes = entry.analysis->write_ops != 0;
     const bool returns_rows = entry.analysis->returns_rows;
     const long page = writes ? 1 : request.page;
@@ -276,6 +281,7 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
             has_more = !writes && n > static_cast<uint64>(page_size);
             uint64 rows = has_more ? static_cast<uint64>(page_size) : n;
             rows_out = rows;
+            out_desc = SPI_tuptable->tupdesc;
             RowWriter *writer = row_writer_create(SPI_tuptable->tupdesc, masked ? actions : nullptr,
                                                   nactions, hash_key, hash_key_len);
             row_writer_append_array(writer, body, SPI_tuptable->vals, 0, rows);
@@ -286,6 +292,8 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
     result.body.assign(body->data, body->len);
     result.has_more = has_more;
     result.rows = rows_out;
+    if (masked && out_desc != nullptr && settings::history)
+        result.masked = masked_list(out_desc, actions, nactions);
 }
 
 void QueryRunner::State::abort_call()
@@ -387,6 +395,31 @@ void begin_read_only_transaction()
         XactReadOnly = true;
         PushActiveSnapshot(GetTransactionSnapshot());
     });
+}
+
+// The names of the masked columns as a JSON array, within the room a history record has for it:
+// what does not fit is left out, and the list then ends with "...".
+std::string masked_list(TupleDesc desc, const int *actions, int nactions)
+{
+    std::string list = "[";
+    std::string name;
+    const int n = std::min(nactions, desc->natts);
+    for (int i = 0; i < n; i++) {
+        if (actions[i] == 0)
+            continue;
+        name.clear();
+        json_text::append_string(name, NameStr(TupleDescAttr(desc, i)->attname));
+        // Room for this name, a comma, and a final ,"..."] should more follow.
+        if (list.size() + name.size() + 8 > history_ring::masked_room - 1) {
+            list.append(list.size() > 1 ? ",\"...\"" : "\"...\"");
+            break;
+        }
+        if (list.size() > 1)
+            list.push_back(',');
+        list.append(name);
+    }
+    list.push_back(']');
+    return list;
 }
 
 // Counts a call of a query a caller's policy may call (stat_table.hpp); others are counted only
@@ -544,10 +577,13 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
     }
     // Only an accepted caller is named: a refused key's name is nobody's business (and it has
     // none). The cache's entries live until its next refresh, past this call.
-    if (settings::log_requests != settings::log_off && caller.policy != nullptr) {
+    if ((settings::log_requests != settings::log_off || settings::history) &&
+        caller.policy != nullptr) {
         result.key_name = caller.key_name;
         result.policy = caller.policy->name;
     }
+    if (query != nullptr)
+        result.revision = query->revision;
     MemoryContextReset(s.request_context);
     // A call handed to a helper stays in flight until its answer (release, from the worker), and
     // is counted by the helper that runs it.
@@ -565,11 +601,17 @@ ApiError QueryRunner::metrics(metrics::Snapshot &snapshot)
         snapshot.queries = stat_table::snapshot(snapshot.unrecorded);
         snapshot.workers = worker_load::snapshot();
         snapshot.statistics = settings::statistics;
+        snapshot.history = history_ring::stats();
         return ApiError();
     } catch (const std::exception &) {
         // The table's lock could not be taken, or no memory for the copy: nothing was changed.
         return api_errors::make(error_code::unavailable, "the statistics cannot be read now");
     }
+}
+
+void QueryRunner::record(const CallRecord &call) noexcept
+{
+    history_ring::put(call, worker_load::mine() + 1);
 }
 
 void QueryRunner::release(std::string &hold)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/call.hpp"
+#include "common/history.hpp"
 #include "common/metrics.hpp"
 
 #include <memory>
@@ -31,6 +32,8 @@ class QueryRunner {
     // For GET /metrics: every worker's statistics, from shared memory (no transaction). An
     // error (503 unavailable) when they cannot be read.
     ApiError metrics(metrics::Snapshot &snapshot);
+    // A call answered, for querygate.history (call/history_ring.hpp): never waits, never throws.
+    void record(const CallRecord &call) noexcept;
     // A call handed to a helper has ended: it leaves its caller's in-flight count.
     void release(std::string &hold);
     // A call with no credentials at all from `address`: a 429 error when over

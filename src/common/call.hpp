@@ -43,11 +43,14 @@ struct CallResult {
     std::string body; // JSON rows on success
     bool has_more = false;
     unsigned long long rows = 0; // rows in body, or changed by a write that returns none
+    long long revision = 0;      // saved_query.revision of the query called, once found
+    std::string masked; // querygate.history on: a JSON array of the masked columns, or empty
     // A write the runner did not run because a write helper can (QueryRunner::run's
     // may_hand_off): the worker sends the request to one (src/worker/write_helpers.hpp).
     bool for_helper = false;
-    // Who called, for the access log: the key's name ("jwt" for a token) and the policy, once
-    // the caller is known; filled only while querygate.log_requests is on.
+    // Who called, for the access log and the history: the key's name ("jwt" for a token) and the
+    // policy, once the caller is known; filled only while querygate.log_requests or
+    // querygate.history is on.
     std::string key_name;
     std::string policy;
     // The caller's limits (call/limit_table.hpp): what the headers say, and the call's place in

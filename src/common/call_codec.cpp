@@ -137,6 +137,9 @@ void encode(const CallResult &result, std::string &out)
     w.text(result.body);
     w.flag(result.has_more);
     w.flag(result.for_helper);
+    w.number(static_cast<std::int64_t>(result.rows));
+    w.number(static_cast<std::int64_t>(result.revision));
+    w.text(result.masked);
 }
 
 bool decode(const char *data, std::size_t size, CallRequest &out)
@@ -164,8 +167,14 @@ bool decode(const char *data, std::size_t size, CallResult &out)
     for (auto &e : out.error.errors)
         if (!r.text(e.first) || !r.text(e.second))
             return false;
-    return r.text(out.error.allow) && r.text(out.body) && r.flag(out.has_more) &&
-           r.flag(out.for_helper) && r.done();
+    std::int64_t rows = 0, revision = 0;
+    if (!r.text(out.error.allow) || !r.text(out.body) || !r.flag(out.has_more) ||
+        !r.flag(out.for_helper) || !r.number(rows) || !r.number(revision) || !r.text(out.masked) ||
+        !r.done() || rows < 0)
+        return false;
+    out.rows = static_cast<unsigned long long>(rows);
+    out.revision = revision;
+    return true;
 }
 
 } // namespace call_codec

@@ -71,12 +71,21 @@ struct WorkerStats {
     uint64_t busy_us = 0;   // time spent serving, not waiting for events
 };
 
+// The run history's ring (call/history_ring.hpp), since the server started.
+struct HistoryStats {
+    uint64_t buffered = 0; // records waiting for the writer
+    uint64_t written = 0;  // saved to querygate.history
+    uint64_t dropped = 0;  // lost: the ring was full, or the writer could not save them
+    uint64_t skipped = 0;  // successes left out by querygate.history_sample_rate
+};
+
 // Everything GET /metrics answers.
 struct Snapshot {
     std::vector<QueryStats> queries;
     std::vector<WorkerStats> workers;
     uint64_t unrecorded = 0; // calls the statistics table had no room for
-    bool statistics = true;  // querygate.statistics
+    HistoryStats history;
+    bool statistics = true; // querygate.statistics
 };
 
 } // namespace metrics

@@ -23,7 +23,13 @@ extern int anonymous_burst;     // querygate.anonymous_burst (reload)
 extern int quota_flush_interval; // querygate.quota_flush_interval, seconds (reload)
 extern int stat_entries;         // querygate.stat_entries: queries x policies counted (restart)
 extern bool statistics;          // querygate.statistics: calls are counted (reload)
-extern char *metrics_token;      // querygate.metrics_token: GET /metrics's bearer token (reload)
+extern char *metrics_token;
+extern bool history;               // querygate.history: calls are recorded (reload)
+extern double history_sample_rate; // querygate.history_sample_rate: successes kept (reload)
+extern int history_retention;      // querygate.history_retention, seconds, 0 = forever (reload)
+extern int history_buffer;         // querygate.history_buffer: records in the ring (restart)
+extern int history_flush_interval; // querygate.history_flush_interval, ms (reload)      //
+                                   // querygate.metrics_token: GET /metrics's bearer token (reload)
 extern char *trusted_proxies;  // querygate.trusted_proxies: CIDRs whose X-Forwarded-For is believed
 extern char *jwt_secret;       // querygate.jwt_secret: HS256 key, superuser-only (reload)
 extern char *jwt_issuer;       // querygate.jwt_issuer (reload)

@@ -81,6 +81,15 @@ std::vector<QueryTotals> by_query(const std::vector<metrics::QueryStats> &querie
     return totals;
 }
 
+// A family of one sample without labels.
+void single(std::string &out, const char *name, const char *type, const char *help, uint64_t v)
+{
+    family(out, name, type, help);
+    out.append(name).push_back(' ');
+    append_number(out, v);
+    out.push_back('\n');
+}
+
 // A counter family with one sample per query.
 void query_counter(std::string &out, const std::vector<QueryTotals> &totals,
                    uint64_t QueryTotals::*member, const char *name, const char *help)
@@ -194,18 +203,24 @@ void render(const metrics::Snapshot &snapshot, std::string &out)
     family(out, "querygate_build_info", "gauge", "querygate's version, as a label; always 1.");
     sample(out, "querygate_build_info", "version", QUERYGATE_VERSION_TEXT);
     out.append("1\n");
-    family(out, "querygate_statistics_enabled", "gauge",
-           "1 while querygate.statistics counts calls, else 0.");
-    out.append("querygate_statistics_enabled ")
-        .append(snapshot.statistics ? "1" : "0")
-        .append("\n");
+    single(out, "querygate_statistics_enabled", "gauge",
+           "1 while querygate.statistics counts calls, else 0.", snapshot.statistics ? 1 : 0);
     render_queries(by_query(snapshot.queries), out);
-    family(out, "querygate_calls_unrecorded_total", "counter",
+    single(out, "querygate_calls_unrecorded_total", "counter",
            "Calls not counted by query because the statistics table was full "
-           "(querygate.stat_entries), since the last querygate.stat_reset().");
-    out.append("querygate_calls_unrecorded_total ");
-    append_number(out, snapshot.unrecorded);
-    out.push_back('\n');
+           "(querygate.stat_entries), since the last querygate.stat_reset().",
+           snapshot.unrecorded);
+    const metrics::HistoryStats &h = snapshot.history;
+    single(out, "querygate_history_buffered", "gauge",
+           "Run history records waiting in the shared ring for the writer.", h.buffered);
+    single(out, "querygate_history_written_total", "counter",
+           "Run history records saved to querygate.history.", h.written);
+    single(out, "querygate_history_dropped_total", "counter",
+           "Run history records lost: the ring was full, or the writer could not save them.",
+           h.dropped);
+    single(out, "querygate_history_skipped_total", "counter",
+           "Successful calls left out of the run history by querygate.history_sample_rate.",
+           h.skipped);
     render_workers(snapshot.workers, out);
 }
 

@@ -324,11 +324,42 @@ bool RequestHandler::logging() const
     return log_ != nullptr && settings::log_requests != settings::log_off;
 }
 
+bool RequestHandler::tracing() const
+{
+    return logging() || settings::history;
+}
+
+void RequestHandler::note_result(Logged &logged, CallResult &result)
+{
+    logged.revision = result.revision;
+    logged.rows = result.error.set() ? 0 : result.rows;
+    logged.masked = std::move(result.masked);
+}
+
 void RequestHandler::log_answer(const Logged &logged, const HttpResponse &response,
                                 const std::string &id)
 {
+    const long long duration_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - logged.started)
+            .count();
+    if (settings::history && !logged.query.empty()) {
+        CallRecord call;
+        call.duration_us = duration_us;
+        call.status = response.status;
+        call.request_id = id;
+        call.key = logged.key;
+        call.policy = logged.policy;
+        call.query = logged.query;
+        call.revision = logged.revision;
+        call.code = response.error_code;
+        call.client = logged.client;
+        call.rows = logged.rows;
+        call.bytes = response.body.size();
+        call.masked = logged.masked;
+        runner_.record(call);
+    }
     // Probes that succeed are not logged: a load balancer's would fill the log.
-    if (!access_log::wanted(settings::log_requests, response.status) ||
+    if (!logging() || !access_log::wanted(settings::log_requests, response.status) ||
         (response.status == 200 && is_probe(logged.path)))
         return;
     access_log::Record r;
@@ -341,9 +372,7 @@ void RequestHandler::log_answer(const Logged &logged, const HttpResponse &respon
     r.policy = logged.policy;
     r.request_id = id;
     r.client = logged.client;
-    r.duration_us =
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - logged.started)
-            .count();
+    r.duration_us = duration_us;
     access_log::format(r, settings::log_requests_format, log_line_);
     log_->write(log_line_);
 }
@@ -352,7 +381,7 @@ void RequestHandler::handle(const HttpRequest &request, HttpResponse &response)
 {
     std::string id = request_id(request);
     start_response(response, id);
-    if (!logging()) {
+    if (!tracing()) {
         Logged unused;
         route(request, response, id, unused);
         if (response.later == 0)
@@ -473,7 +502,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     presented_credentials(request, call);
     call.client_ip = client_ip(request);
     call.request_id = id;
-    if (logging()) {
+    if (tracing()) {
         logged.query = name;
         logged.client = call.client_ip;
     }
@@ -497,7 +526,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         return;
     }
     CallResult result = runner_.run(call, hand_off_ != nullptr);
-    logged.key = std::move(result.key_name); // set by the runner while the access log is on
+    logged.key = std::move(result.key_name); // set by the runner while the log or history is on
     logged.policy = std::move(result.policy);
     if (result.for_helper) {
         // Nothing may throw once the helper has the call: the room and the record come first.
@@ -527,6 +556,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         runner_.release(waiting.limit_hold);
         result.limits = waiting.limits;
     }
+    note_result(logged, result);
     answer_call(result, call.page, call.page_size, response, id);
 }
 
@@ -569,9 +599,10 @@ bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpRespons
     runner_.release(later.limit_hold);
     result.limits = later.limits;
     start_response(response, later.request_id);
+    note_result(later.logged, result);
     answer_call(result, later.page, later.page_size, response, later.request_id);
     count(response);
-    if (logging())
+    if (tracing())
         log_answer(later.logged, response, later.request_id);
     return true;
 }

@@ -46,15 +46,18 @@ class RequestHandler {
 
   private:
     using Clock = std::chrono::steady_clock;
-    // What the access log says of a request besides its answer.
+    // What the access log and the history say of a request besides its answer.
     struct Logged {
         std::string method;
         std::string path;
-        std::string query;
+        std::string query; // the name called; empty when the request was not a call
         std::string key;
         std::string policy;
         std::string client;
         Clock::time_point started;
+        long long revision = 0;
+        unsigned long long rows = 0;
+        std::string masked;
     };
 
     std::string request_id(const HttpRequest &request);
@@ -69,8 +72,13 @@ class RequestHandler {
                       const std::string &id, Logged &logged);
     // Whether querygate.log_requests may want this request's line (it asks by status, known later).
     bool logging() const;
+    // Whether anything keeps a record of this request: the access log or querygate.history.
+    bool tracing() const;
+    // What the call's result says for its record.
+    static void note_result(Logged &logged, CallResult &result);
     // The request's part of its line, its clock started now.
     static Logged start_log(const HttpRequest &request);
+    // The answer is made: its line in the access log, and for a call its record in the history.
     void log_answer(const Logged &logged, const HttpResponse &response, const std::string &id);
 
     // The caller's address, behind querygate.trusted_proxies.

@@ -9,6 +9,7 @@ extern "C" {
 #include "storage/shmem.h"
 }
 
+#include "call/history_ring.hpp"
 #include "call/limit_table.hpp"
 #include "call/stat_table.hpp"
 #include "http/listen_socket.hpp"
@@ -30,8 +31,8 @@ namespace {
 bool preloaded = false;
 
 // Shared memory, requested and set up through PostgreSQL's hooks (chained): the workers' load
-// counts and activity, the WAL flusher's state, the limit counts (call/limit_table.hpp) and the
-// call statistics (call/stat_table.hpp).
+// counts and activity, the WAL flusher's state, the limit counts (call/limit_table.hpp), the
+// call statistics (call/stat_table.hpp) and the run history's ring (call/history_ring.hpp).
 shmem_request_hook_type prev_shmem_request = nullptr;
 shmem_startup_hook_type prev_shmem_startup = nullptr;
 
@@ -45,6 +46,7 @@ void request_shmem()
     limit_table::shmem_request();
     RequestAddinShmemSpace(stat_table::shmem_size());
     stat_table::shmem_request();
+    RequestAddinShmemSpace(history_ring::shmem_size());
 }
 
 void startup_shmem()
@@ -55,6 +57,7 @@ void startup_shmem()
     wal_flusher::shmem_init();
     limit_table::shmem_init();
     stat_table::shmem_init();
+    history_ring::shmem_init();
 }
 
 // One of querygate's background processes. Each has shared memory and a connection (the WAL

@@ -30,6 +30,11 @@ int quota_flush_interval = 10;
 int stat_entries = 5000;
 bool statistics = true;
 char *metrics_token = nullptr;
+bool history = true;
+double history_sample_rate = 1.0;
+int history_retention = 7 * 24 * 3600;
+int history_buffer = 8192;
+int history_flush_interval = 1000;
 char *trusted_proxies = nullptr;
 char *jwt_secret = nullptr;
 char *jwt_issuer = nullptr;
@@ -79,6 +84,12 @@ void define_restart_only()
         "About 600 bytes of shared memory each. Calls of a pair that finds the table full are "
         "counted as unrecorded; querygate.stat_reset() empties it.",
         &stat_entries, 5000, 100, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.history_buffer",
+        "Call records the shared ring holds until the writer saves them.",
+        "About 700 bytes of shared memory each. When it is full, new records are dropped and "
+        "counted; a call never waits for it.",
+        &history_buffer, 8192, 64, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
 }
 
 void define_reloadable()
@@ -137,6 +148,23 @@ void define_reloadable()
     DefineCustomBoolVariable("querygate.statistics",
                              "Counts every call in querygate.stat_queries and GET /metrics.",
                              nullptr, &statistics, true, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable("querygate.history", "Records every call in querygate.history.",
+                             nullptr, &history, true, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomRealVariable("querygate.history_sample_rate",
+                             "Share of successful calls recorded in querygate.history (0 to 1).",
+                             "Calls answered with an error are always recorded.",
+                             &history_sample_rate, 1.0, 0.0, 1.0, PGC_SIGHUP, 0, nullptr, nullptr,
+                             nullptr);
+    DefineCustomIntVariable("querygate.history_retention",
+                            "How long querygate.history keeps a record; 0 keeps them all.",
+                            "The writer removes older records in batches once a minute (or twice "
+                            "per retention, when shorter).",
+                            &history_retention, 7 * 24 * 3600, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_S,
+                            nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.history_flush_interval",
+                            "How often the writer saves the recorded calls to querygate.history.",
+                            "Sooner when the ring is a quarter full.", &history_flush_interval,
+                            1000, 10, 60000, PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
     // A secret, as querygate.jwt_secret: only superusers can see or set it.
     DefineCustomStringVariable(
         "querygate.metrics_token",

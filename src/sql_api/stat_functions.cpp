@@ -1,7 +1,7 @@
-// The statistics as SQL sees them: querygate.stat_queries() and querygate.stat_workers(), the set
-// returning functions under the views of the same names, and querygate.stat_reset(). They read the
-// shared tables (call/stat_table.hpp, worker/worker_load.hpp), which exist only where the library
-// was preloaded: elsewhere the functions return no rows.
+// The statistics as SQL sees them: querygate.stat_queries(), querygate.stat_workers() and
+// querygate.stat_history(), under the views of the same names, and querygate.stat_reset(). They
+// read the shared tables (call/stat_table.hpp, worker/worker_load.hpp), which exist only where the
+// library was preloaded: elsewhere the functions return no rows.
 #include "pg/pg_guard.hpp"
 #include "pg/pg_headers.hpp"
 
@@ -12,6 +12,7 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include "call/history_ring.hpp"
 #include "call/stat_table.hpp"
 #include "common/metrics.hpp"
 #include "http/json_text.hpp"
@@ -32,7 +33,7 @@ Datum text_datum(const std::string &s)
 }
 
 // {"code": calls, ...} for the codes a query's failed calls ended with.
-Datum errors_by_code(const metrics::QueryStats &q)
+std::string errors_by_code(const metrics::QueryStats &q)
 {
     std::string json = "{";
     for (int i = 1; i < metrics::code_slots; i++) {
@@ -45,7 +46,7 @@ Datum errors_by_code(const metrics::QueryStats &q)
         json.append(std::to_string(q.by_code[i]));
     }
     json.push_back('}');
-    return DirectFunctionCall1(jsonb_in, CStringGetDatum(json.c_str()));
+    return json;
 }
 
 TimestampTz from_unix_us(int64 unix_us)
@@ -59,10 +60,16 @@ QUERYGATE_SQL_FUNCTION(querygate_stat_queries)
 {
     uint64 unrecorded = 0;
     const std::vector<metrics::QueryStats> queries = stat_table::snapshot(unrecorded);
+    // Every C++ string is made here, outside the guarded block, which an error leaves by longjmp.
+    std::vector<std::string> codes;
+    codes.reserve(queries.size());
+    for (const metrics::QueryStats &q : queries)
+        codes.push_back(errors_by_code(q));
     pg::guard([&] {
         InitMaterializedSRF(fcinfo, 0);
         ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
-        for (const metrics::QueryStats &q : queries) {
+        for (std::size_t i = 0; i < queries.size(); i++) {
+            const metrics::QueryStats &q = queries[i];
             const double calls = static_cast<double>(q.calls);
             Datum values[12];
             bool nulls[12] = {};
@@ -70,7 +77,7 @@ QUERYGATE_SQL_FUNCTION(querygate_stat_queries)
             values[1] = text_datum(q.policy);
             values[2] = Int64GetDatum(static_cast<int64>(q.calls));
             values[3] = Int64GetDatum(static_cast<int64>(q.errors()));
-            values[4] = errors_by_code(q);
+            values[4] = DirectFunctionCall1(jsonb_in, CStringGetDatum(codes[i].c_str()));
             values[5] = Int64GetDatum(static_cast<int64>(q.rows));
             values[6] = Int64GetDatum(static_cast<int64>(q.bytes));
             values[7] = Float8GetDatum(q.total_seconds * ms_per_second);
@@ -107,6 +114,25 @@ QUERYGATE_SQL_FUNCTION(querygate_stat_workers)
         }
     });
     return (Datum)0;
+}
+
+QUERYGATE_SQL_FUNCTION(querygate_stat_history)
+{
+    const metrics::HistoryStats h = history_ring::stats();
+    Datum result = (Datum)0;
+    pg::guard([&] {
+        TupleDesc desc;
+        if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+            elog(ERROR, "querygate: stat_history must return a record");
+        desc = BlessTupleDesc(desc);
+        Datum values[4] = {Int64GetDatum(static_cast<int64>(h.buffered)),
+                           Int64GetDatum(static_cast<int64>(h.written)),
+                           Int64GetDatum(static_cast<int64>(h.dropped)),
+                           Int64GetDatum(static_cast<int64>(h.skipped))};
+        bool nulls[4] = {};
+        result = HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+    });
+    return result;
 }
 
 // Forgets every query's statistics (not the workers' totals, which count since each started,

@@ -1,10 +1,12 @@
 // The writer process: see state_writer.hpp.
 #include "worker/state_writer.hpp"
 
+#include "call/history_ring.hpp"
 #include "call/limit_table.hpp"
 #include "common/settings.hpp"
 #include "pg/pg_guard.hpp"
 #include "worker/between_waits.hpp"
+#include "worker/history_writer.hpp"
 #include "worker/worker_load.hpp"
 
 extern "C" {
@@ -29,6 +31,8 @@ extern "C" {
 #include "utils/wait_event.h"
 }
 
+#include <algorithm>
+#include <chrono>
 #include <vector>
 
 namespace {
@@ -100,6 +104,13 @@ void save_quotas()
         limit_table::quotas_written(counts);
 }
 
+// Old history is looked for once a minute, or twice per retention when it is shorter.
+std::chrono::seconds trim_period()
+{
+    const int half = settings::history_retention / 2;
+    return std::chrono::seconds(half <= 0 || half >= 60 ? 60 : std::max(1, half));
+}
+
 } // namespace
 
 // The writer's loop. An error outside save() (none is expected: plain waits and shared-memory
@@ -113,18 +124,45 @@ void querygate_writer_main(Datum)
     // Its statements name every object with its schema; this keeps anything planted in a schema
     // of the default search_path out of them as well.
     SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+    // Its commits need not wait for their WAL flush: what a crash could lose of them is no more
+    // than a crash loses anyway (the ring, the last interval's counts), and a flush for every batch
+    // would also flush, early, the writes group commit is holding answers for.
+    SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
+    history_ring::register_writer();
+
+    // Each duty has its own interval; a wake-up (the history ring a quarter full) saves the
+    // history at once.
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    auto quotas_due = start, trim_due = start + trim_period();
     for (;;) {
         if (between_waits())
             break;
         if (ConfigReloadPending) {
             ConfigReloadPending = false;
+            const int retention = settings::history_retention;
             ProcessConfigFile(PGC_SIGHUP);
+            if (settings::history_retention != retention)
+                trim_due = Clock::now(); // a new retention applies at once
         }
-        save_quotas();
+        history_writer::save(false);
+        auto now = Clock::now();
+        if (now >= quotas_due) {
+            save_quotas();
+            quotas_due = now + std::chrono::seconds(settings::quota_flush_interval);
+        }
+        if (now >= trim_due) {
+            history_writer::trim();
+            trim_due = now + trim_period();
+        }
         pgstat_report_stat(true);
-        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-                        static_cast<long>(settings::quota_flush_interval) * 1000L,
+        now = Clock::now();
+        const long until_quotas = static_cast<long>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(quotas_due - now).count());
+        const long timeout =
+            std::max(1L, std::min<long>(settings::history_flush_interval, until_quotas));
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
                         PG_WAIT_EXTENSION);
     }
     // A clean stop: the workers were told to stop too; their last counts are saved once they
@@ -132,6 +170,7 @@ void querygate_writer_main(Datum)
     for (int i = 0; i < 100 && worker_load::any_running(); i++)
         (void)WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 50, PG_WAIT_EXTENSION);
     save_quotas();
+    history_writer::save(true);
     // Exit code 1, as the WAL flusher's: restarted if an administrator terminated it; at
     // shutdown nothing restarts.
     proc_exit(1);

@@ -85,6 +85,11 @@ void worker_load::attach(int worker)
     on_shmem_exit(release_slot, 0);
 }
 
+int worker_load::mine()
+{
+    return my_slot;
+}
+
 void worker_load::publish(unsigned connections)
 {
     if (my_slot >= 0)

@@ -29,6 +29,8 @@ void shmem_init();
 
 // Claims slot `worker` for this process: its count starts at 0 and goes back to absent at exit.
 void attach(int worker);
+// This process's slot (0-based), -1 when it is not a worker.
+int mine();
 // Publishes this worker's open-connection count.
 void publish(unsigned connections);
 // The smallest count among the workers that are running (this one included).

@@ -43,6 +43,12 @@ ApiError QueryRunner::metrics(metrics::Snapshot &snapshot)
     return ApiError();
 }
 
+void QueryRunner::record(const CallRecord &call) noexcept
+{
+    fake_runner::recorded++;
+    fake_runner::last_record_status = call.status;
+}
+
 void QueryRunner::release(std::string &hold)
 {
     hold.clear();
@@ -88,6 +94,8 @@ namespace fake_runner {
 
 int calls = 0;
 int anonymous = 0;
+int recorded = 0;
+int last_record_status = 0;
 CallRequest last;
 
 QueryRunner &instance()
@@ -107,6 +115,7 @@ char *trusted_proxies = nullptr;
 int log_requests = log_off;
 int log_requests_format = log_text;
 char *metrics_token = nullptr;
+bool history = false;
 unsigned long generation = 0;
 
 } // namespace settings

@@ -13,6 +13,8 @@ QueryRunner &instance();
 // Calls of run() so far, and the last request it was given.
 extern int calls;
 extern int anonymous; // calls of limit_anonymous()
+extern int recorded;  // calls of record(), and the status the last one recorded
+extern int last_record_status;
 extern CallRequest last;
 
 } // namespace fake_runner

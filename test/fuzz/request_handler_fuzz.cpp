@@ -278,6 +278,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     settings::log_requests = mode % 3;
     settings::log_requests_format = (mode / 3) % 2;
     settings::metrics_token = mode % 2 == 0 ? metrics_token : nullptr;
+    settings::history = mode >= 8;
     int method = in.ConsumeIntegralInRange<int>(0, 7);
     int headers = in.ConsumeIntegralInRange<int>(0, 8);
 
@@ -320,6 +321,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     int calls_before = fake_runner::calls;
     const RequestHandler::Counts counts_before = handler.counts();
+    const int recorded_before = fake_runner::recorded;
     HttpResponse response;
     log.lines.clear();
     if (refused)
@@ -330,6 +332,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     // Every answer is counted once, as an error when its status is 400 or more.
     FUZZ_CHECK(handler.counts().answered == counts_before.answered + 1);
     FUZZ_CHECK(handler.counts().errors == counts_before.errors + (response.status >= 400 ? 1 : 0));
+    // The history keeps a record of every call of a query (GET or POST /q/{name}) and of
+    // nothing else, with its answer's status.
+    const std::string &path = request.path;
+    const bool call = !refused && path.size() > 3 && path.compare(0, 3, "/q/") == 0 &&
+                      path.find('/', 3) == std::string::npos &&
+                      (request.method == "GET" || request.method == "POST");
+    FUZZ_CHECK(fake_runner::recorded - recorded_before == (settings::history && call ? 1 : 0));
+    if (settings::history && call)
+        FUZZ_CHECK(fake_runner::last_record_status == response.status);
     check_log(log, request, response);
     return 0;
 }

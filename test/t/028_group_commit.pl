@@ -2,7 +2,8 @@
 # one WAL flush, made by the WAL flusher process or, without it, by the worker (counted in pg_stat_wal, which also shows that the workers report their statistics),
 # and every write answered 200 survives an immediate (crash) stop right after its answer. The WAL
 # writer is slowed to one round every 10 s, so the flushes counted are the writers' own (fsync is
-# on here, unlike in the other suites, so that flushes are counted at all). A crash discards the
+# on here, unlike in the other suites, so that flushes are counted at all; the run history is off, so
+# that the writer process flushes nothing). A crash discards the
 # cumulative statistics, so the update counts start again from 0 after each.
 use strict;
 use warnings;
@@ -12,7 +13,7 @@ use Time::HiRes qw(usleep);
 use QuerygateTest;
 
 my $qg = QuerygateTest->start(name => 'group_commit', workers => 1,
-	conf => "querygate.allow_writes = on\nquerygate.group_commit = on\nwal_writer_delay = '10s'\n"
+	conf => "querygate.allow_writes = on\nquerygate.group_commit = on\nwal_writer_delay = '10s'\nquerygate.history = off\n"
 	  . "querygate.statement_timeout = '30s'\nfsync = on\n");
 my $node = $qg->node;
 $qg->sql(q{

@@ -1,7 +1,8 @@
 # Group commit across workers (src/worker/group_commit.hpp): while a write deferred by one worker is not
 # yet flushed, an answer made by ANOTHER worker that can show it is held too, and both go out once
 # WAL is flushed. The WAL flusher is paused (SIGSTOP) to keep the write unflushed for as long as the
-# test needs; the WAL writer is slowed to one round every 10 s so that it does not flush it instead.
+# test needs; the WAL writer is slowed to one round every 10 s so that it does not flush it instead,
+# and the run history is off, so that no commit of the writer process's flushes it either.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -10,7 +11,7 @@ use QuerygateTest;
 
 my $qg = QuerygateTest->start(name => 'group_commit_workers', workers => 2,
 	conf => "querygate.allow_writes = on\nquerygate.group_commit = on\n"
-	  . "wal_writer_delay = '10s'\n");
+	  . "wal_writer_delay = '10s'\nquerygate.history = off\n");
 $qg->sql(q{
 	CREATE ROLE gcw_writer NOLOGIN;
 	CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL);

@@ -36,6 +36,9 @@ CallResult sample_result()
     r.error.allow = "GET, POST";
     r.body = std::string(200000, 'r');
     r.has_more = true;
+    r.rows = 123456789012ULL;
+    r.revision = 42;
+    r.masked = "[\"ssn\",\"email\"]";
     return r;
 }
 
@@ -57,7 +60,8 @@ bool same(const CallResult &a, const CallResult &b)
     return a.error.status == b.error.status && a.error.code == b.error.code &&
            a.error.message == b.error.message && a.error.errors == b.error.errors &&
            a.error.allow == b.error.allow && a.body == b.body && a.has_more == b.has_more &&
-           a.for_helper == b.for_helper;
+           a.for_helper == b.for_helper && a.rows == b.rows && a.revision == b.revision &&
+           a.masked == b.masked;
 }
 
 void round_trips()

@@ -1,0 +1,214 @@
+// The run history's ring: see history_ring.hpp. PostgreSQL side: a fixed array in shared memory,
+// a spinlock around the head and tail, an atomic ready flag per slot.
+#include "call/history_ring.hpp"
+
+#include "common/settings.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/timestamp.h"
+}
+
+#include <algorithm>
+#include <cstring>
+
+namespace history_ring {
+
+namespace {
+
+struct Slot {
+    pg_atomic_uint32 ready; // 1 once the producer has filled it, 0 once the writer has copied it
+    Record record;
+};
+
+struct Shared {
+    slock_t mutex;
+    uint64 head;                    // next slot to reserve
+    uint64 tail;                    // oldest slot not yet freed
+    pg_atomic_uint32 writer_procno; // the writer's PGPROC number, or UINT32_MAX
+    pg_atomic_uint32 woken;         // the writer was woken and has not taken since
+    pg_atomic_uint64 written;
+    pg_atomic_uint64 dropped;
+    pg_atomic_uint64 skipped;
+};
+
+constexpr uint32 no_writer = UINT32_MAX;
+
+Shared *shared = nullptr;
+Slot *slots = nullptr;
+uint64 capacity = 0;
+uint64 sample_state = 0; // this process's xorshift, for querygate.history_sample_rate
+
+void copy(char *to, std::size_t size, std::string_view from)
+{
+    const std::size_t n = std::min(from.size(), size - 1);
+    std::memcpy(to, from.data(), n);
+    to[n] = '\0';
+}
+
+// The masked list is JSON, made to fit by its maker (masked_room): one that does not is left out
+// rather than cut into something that is not JSON.
+void copy_masked(char *to, std::size_t size, std::string_view from)
+{
+    copy(to, size, from.size() < size ? from : std::string_view());
+}
+
+bool sampled_out(int status)
+{
+    const double rate = settings::history_sample_rate;
+    if (status >= 400 || rate >= 1.0)
+        return false;
+    if (sample_state == 0)
+        sample_state = (static_cast<uint64>(MyProcPid) << 32) ^ GetCurrentTimestamp() ^ 1;
+    sample_state ^= sample_state << 13;
+    sample_state ^= sample_state >> 7;
+    sample_state ^= sample_state << 17;
+    return static_cast<double>(sample_state >> 11) * 0x1.0p-53 >= rate;
+}
+
+int64 unix_now_us()
+{
+    return GetCurrentTimestamp() +
+           static_cast<int64>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+}
+
+} // namespace
+
+std::size_t shmem_size()
+{
+    return add_size(MAXALIGN(sizeof(Shared)),
+                    mul_size(sizeof(Slot), static_cast<Size>(settings::history_buffer)));
+}
+
+void shmem_init()
+{
+    bool found = false;
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    char *base = static_cast<char *>(ShmemInitStruct("querygate history", shmem_size(), &found));
+    shared = reinterpret_cast<Shared *>(base);
+    slots = reinterpret_cast<Slot *>(base + MAXALIGN(sizeof(Shared)));
+    capacity = static_cast<uint64>(settings::history_buffer);
+    if (!found) {
+        SpinLockInit(&shared->mutex);
+        shared->head = shared->tail = 0;
+        pg_atomic_init_u32(&shared->writer_procno, no_writer);
+        pg_atomic_init_u32(&shared->woken, 0);
+        pg_atomic_init_u64(&shared->written, 0);
+        pg_atomic_init_u64(&shared->dropped, 0);
+        pg_atomic_init_u64(&shared->skipped, 0);
+        for (uint64 i = 0; i < capacity; i++)
+            pg_atomic_init_u32(&slots[i].ready, 0);
+    }
+    LWLockRelease(AddinShmemInitLock);
+}
+
+void put(const CallRecord &call, int worker) noexcept
+{
+    if (shared == nullptr || !settings::history)
+        return;
+    if (sampled_out(call.status)) {
+        pg_atomic_fetch_add_u64(&shared->skipped, 1);
+        return;
+    }
+    SpinLockAcquire(&shared->mutex);
+    const uint64 used = shared->head - shared->tail;
+    const bool full = used >= capacity;
+    const uint64 pos = full ? 0 : shared->head++;
+    SpinLockRelease(&shared->mutex);
+    if (full) {
+        pg_atomic_fetch_add_u64(&shared->dropped, 1);
+        return;
+    }
+
+    Record &r = slots[pos % capacity].record;
+    r.duration_us = call.duration_us;
+    r.at_us = unix_now_us() - call.duration_us;
+    r.revision = call.revision;
+    r.rows = call.rows;
+    r.bytes = call.bytes;
+    r.status = call.status;
+    r.worker = worker;
+    copy(r.request_id, sizeof(r.request_id), call.request_id);
+    copy(r.key, sizeof(r.key), call.key);
+    copy(r.policy, sizeof(r.policy), call.policy);
+    copy(r.query, sizeof(r.query), call.query);
+    copy(r.code, sizeof(r.code), call.code);
+    copy(r.client, sizeof(r.client), call.client);
+    copy_masked(r.masked, sizeof(r.masked), call.masked);
+    pg_write_barrier(); // the record before its flag
+    pg_atomic_write_u32(&slots[pos % capacity].ready, 1);
+
+    // A quarter full: the writer need not wait for its interval. Once until it takes again.
+    if ((used + 1) * 4 >= capacity && pg_atomic_exchange_u32(&shared->woken, 1) == 0) {
+        const uint32 procno = pg_atomic_read_u32(&shared->writer_procno);
+        if (procno != no_writer)
+            SetLatch(&ProcGlobal->allProcs[procno].procLatch);
+    }
+}
+
+void register_writer()
+{
+    if (shared != nullptr)
+        pg_atomic_write_u32(&shared->writer_procno, static_cast<uint32>(MyProc->pgprocno));
+}
+
+void take(std::vector<Record> &out, std::size_t most)
+{
+    out.clear();
+    if (shared == nullptr)
+        return;
+    out.reserve(most);
+    pg_atomic_write_u32(&shared->woken, 0);
+    SpinLockAcquire(&shared->mutex);
+    const uint64 tail = shared->tail;
+    const uint64 head = shared->head;
+    SpinLockRelease(&shared->mutex);
+    uint64 pos = tail;
+    // In order: a slot reserved but not yet filled stops the copy until the next pass.
+    for (; pos < head && out.size() < most; pos++) {
+        Slot &slot = slots[pos % capacity];
+        if (pg_atomic_read_u32(&slot.ready) != 1)
+            break;
+        pg_read_barrier(); // the flag before the record
+        out.push_back(slot.record);
+        pg_atomic_write_u32(&slot.ready, 0);
+    }
+    pg_memory_barrier(); // every slot freed before a producer may reserve it again
+    SpinLockAcquire(&shared->mutex);
+    shared->tail = pos;
+    SpinLockRelease(&shared->mutex);
+}
+
+void saved(std::size_t n)
+{
+    if (shared != nullptr)
+        pg_atomic_fetch_add_u64(&shared->written, n);
+}
+
+void lost(std::size_t n)
+{
+    if (shared != nullptr)
+        pg_atomic_fetch_add_u64(&shared->dropped, n);
+}
+
+metrics::HistoryStats stats()
+{
+    metrics::HistoryStats s;
+    if (shared == nullptr)
+        return s;
+    SpinLockAcquire(&shared->mutex);
+    s.buffered = shared->head - shared->tail;
+    SpinLockRelease(&shared->mutex);
+    s.written = pg_atomic_read_u64(&shared->written);
+    s.dropped = pg_atomic_read_u64(&shared->dropped);
+    s.skipped = pg_atomic_read_u64(&shared->skipped);
+    return s;
+}
+
+} // namespace history_ring

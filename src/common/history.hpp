@@ -1,0 +1,22 @@
+// One call as querygate.history keeps it, from the HTTP side when the call is answered (the
+// request handler knows the answer; the runner knows who called and what ran) to the shared ring
+// (call/history_ring.hpp). Plain C++: views into the answering side's strings.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+struct CallRecord {
+    std::int64_t duration_us = 0; // from the request read to its answer made
+    int status = 0;
+    std::string_view request_id;
+    std::string_view key;      // the key's name ("jwt" for a token); empty when none was accepted
+    std::string_view policy;   // empty when no key was accepted
+    std::string_view query;    // the name called, as the URL gave it
+    std::int64_t revision = 0; // saved_query.revision of what ran; 0 when nothing ran
+    std::string_view code;     // the error's code; empty on success
+    std::string_view client;   // the caller's address, after trusted proxies
+    std::uint64_t rows = 0;
+    std::uint64_t bytes = 0; // the answer's body
+    std::string_view masked; // a JSON array of the masked output columns' names; empty: none
+};

@@ -1,0 +1,145 @@
+# The run history (src/call/history_ring.hpp, src/worker/history_writer.hpp), over HTTP on two
+# workers: every call of a query is a row of querygate.history, matched by its request id, with
+# its key, policy, query and revision, status and code, rows, bytes, address, worker and masked
+# columns; refused callers too (no key named); nothing for requests that are not calls; a write
+# run by a write helper once; querygate.stat_history and /metrics count what was written;
+# querygate.history_sample_rate = 0 keeps only errors and counts the rest as skipped; records still
+# in the ring at a clean stop are written before the server stops; old rows go after
+# querygate.history_retention; querygate.history = off records nothing.
+use strict;
+use warnings;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use QuerygateTest;
+
+my $qg = QuerygateTest->start(name => 'history', workers => 2,
+	conf => "querygate.allow_writes = on\nquerygate.history_flush_interval = 100\n");
+$qg->sql(q{
+	CREATE TABLE hi_people (id int PRIMARY KEY, name text NOT NULL, email text NOT NULL, n int NOT NULL);
+	INSERT INTO hi_people SELECT g, 'p' || g, 'p' || g || '@example.com', 0 FROM generate_series(1, 10) g;
+	SELECT querygate.save_query('hi_person', 'SELECT id, name, email FROM hi_people WHERE id = :id');
+	SELECT querygate.save_query('hi_bump', 'UPDATE hi_people SET n = n + 1 WHERE id = :id');
+});
+$qg->role('hi_reader', select => ['hi_people'], grant => ['UPDATE ON hi_people']);
+my $key = $qg->access(policy => 'hi_pol', run_as => 'hi_reader', queries => [qw(hi_person hi_bump)],
+	key => 'hi_key',
+	setup => q{SELECT querygate.grant_writes('hi_pol', '{update}');
+	           SELECT querygate.mask('hi_pol', 'public.hi_people.email', 'mask');});
+
+my $n = 0;
+# Calls with a request id of our own, so that each row can be found; returns the response.
+sub call
+{
+	my ($method, $path, %o) = @_;
+	my $id = 'hist-' . ++$n;
+	my %h = (%{ $o{headers} // {} }, 'X-Request-Id' => $id);
+	my $res = $qg->request($method, $path, %o, headers => \%h, client => $qg->new_client);
+	$res->{id} = $id;
+	return $res;
+}
+
+sub row_of
+{
+	my ($id) = @_;
+	return $qg->sql(q{SELECT concat_ws('|', status, coalesce(code, '-'), coalesce(key_name, '-'),
+	                                   coalesce(policy, '-'), query, coalesce(query_revision::text, '-'),
+	                                   rows, bytes, coalesce(client, '-'), worker BETWEEN 1 AND 2,
+	                                   coalesce(masked_columns::text, '-'), duration_ms > 0,
+	                                   at <= now() AND at > now() - interval '1 minute')
+	                    FROM querygate.history WHERE request_id = } . QuerygateTest::sql_quote($id));
+}
+
+sub history_count { return $qg->sql('SELECT count(*) FROM querygate.history'); }
+
+my $revision = $qg->sql(q{SELECT revision FROM querygate.saved_query WHERE name = 'hi_person'});
+my $bump_revision = $qg->sql(q{SELECT revision FROM querygate.saved_query WHERE name = 'hi_bump'});
+
+my $ok = call('GET', '/q/hi_person?id=3', key => $key);
+is($ok->{status}, 200, 'a call');
+my $bad = call('GET', '/q/hi_person?id=x', key => $key);
+is($bad->{status}, 400, 'a call with a bad parameter');
+my $wrong = call('GET', '/q/hi_person?id=3', key => 'qg_wrong');
+is($wrong->{status}, 401, 'a call with a wrong key');
+my $nokey = call('GET', '/q/hi_person?id=3');
+is($nokey->{status}, 401, 'a call without a key');
+my $unknown = call('GET', '/q/no_such_query', key => $key);
+is($unknown->{status}, 404, 'a call of a name nobody saved');
+my $write = call('POST', '/q/hi_bump', key => $key, json => { params => { id => 1 } });
+is($write->{status}, 200, 'a write (run by a write helper)') or diag(QuerygateTest::describe($write));
+my $health = call('GET', '/health');
+my $nowhere = call('GET', '/nowhere', key => $key);
+my $made = 6; # the calls; /health and /nowhere are not calls
+
+ok(QuerygateTest::poll_until(sub { history_count() == $made }), "the $made calls are in querygate.history")
+  or diag('rows: ' . history_count());
+is(row_of($ok->{id}), "200|-|hi_key|hi_pol|hi_person|$revision|1|" . length($ok->{content})
+	  . '|127.0.0.1|t|["email"]|t|t', 'a call: its key, policy, query, revision, rows, bytes, address, worker, masked columns');
+is(row_of($bad->{id}), "400|param_invalid|hi_key|hi_pol|hi_person|$revision|0|" . length($bad->{content})
+	  . '|127.0.0.1|t|-|t|t', 'a refused parameter: status and code');
+is(row_of($wrong->{id}), '401|unauthorized|-|-|hi_person|-|0|' . length($wrong->{content})
+	  . '|127.0.0.1|t|-|t|t', 'a wrong key: no key or policy named, no revision');
+is(row_of($nokey->{id}), '401|unauthorized|-|-|hi_person|-|0|' . length($nokey->{content})
+	  . '|127.0.0.1|t|-|t|t', 'no key');
+is(row_of($unknown->{id}), '404|query_not_found|hi_key|hi_pol|no_such_query|-|0|' . length($unknown->{content})
+	  . '|127.0.0.1|t|-|t|t', 'a name nobody saved: the name as called');
+is(row_of($write->{id}), "200|-|hi_key|hi_pol|hi_bump|$bump_revision|1|" . length($write->{content})
+	  . '|127.0.0.1|t|-|t|t', 'the write, once, with the rows it changed');
+is($qg->sql(q{SELECT count(*) FROM querygate.history WHERE request_id IN ('} . $health->{id} . q{', '}
+		  . $nowhere->{id} . q{')}), 0, 'requests that are not calls are not recorded');
+is($qg->sql('SELECT written || \' written, \' || dropped || \' dropped, \' || buffered || \' buffered\' FROM querygate.stat_history'),
+	"$made written, 0 dropped, 0 buffered", 'stat_history counts them');
+is($qg->sql(q{SELECT has_table_privilege('querygate_admin', 'querygate.history', 'SELECT')
+                 AND NOT has_table_privilege('querygate_admin', 'querygate.history', 'INSERT')
+                 AND NOT has_table_privilege('public', 'querygate.history', 'SELECT')}),
+	't', 'querygate_admin may read the history, nobody else, and nobody may write it');
+
+# ---- the sample rate: errors are always kept
+my $before = history_count();
+$qg->set_and_reload('querygate.history_sample_rate', '0');
+# Wait until both workers have the new rate: calls on new connections are no longer recorded.
+ok(QuerygateTest::poll_until(sub {
+			my $c = history_count();
+			call('GET', '/q/hi_person?id=1', key => $key) for 1 .. 4;
+			sleep 1;
+			return history_count() == $c;
+		}), 'querygate.history_sample_rate = 0: successes are not recorded');
+my $skipped = $qg->sql('SELECT skipped FROM querygate.stat_history');
+my $err = call('GET', '/q/hi_person?id=x', key => $key);
+ok(QuerygateTest::poll_until(sub { row_of($err->{id}) ne '' }), 'an error is recorded at sample rate 0');
+call('GET', '/q/hi_person?id=2', key => $key) for 1 .. 3;
+ok(QuerygateTest::poll_until(sub { $qg->sql('SELECT skipped FROM querygate.stat_history') == $skipped + 3 }),
+	'the successes left out are counted as skipped');
+$qg->sql('ALTER SYSTEM RESET querygate.history_sample_rate; SELECT pg_reload_conf()');
+
+# ---- a clean stop writes what the ring holds
+$qg->sql(q{ALTER SYSTEM SET querygate.history_flush_interval = 60000;
+           ALTER SYSTEM SET querygate.quota_flush_interval = 3600; SELECT pg_reload_conf()});
+sleep 2; # the writer's wait already running ends at its old interval; then it waits a minute
+my @late = map { call('GET', "/q/hi_person?id=$_", key => $key) } 1 .. 5;
+is(scalar(grep { $_->{status} == 200 } @late), 5, 'five calls just before a stop');
+$qg->node->restart;
+$qg->wait_health;
+is($qg->sql('SELECT count(*) FROM querygate.history WHERE request_id IN ('
+		  . join(',', map { QuerygateTest::sql_quote($_->{id}) } @late) . ')'),
+	5, 'after a clean restart, the calls made just before the stop are in querygate.history');
+$qg->sql(q{ALTER SYSTEM RESET querygate.history_flush_interval;
+           ALTER SYSTEM RESET querygate.quota_flush_interval; SELECT pg_reload_conf()});
+
+# ---- retention
+$qg->sql(q{INSERT INTO querygate.history (at, request_id, query, status, duration_ms, rows, bytes, worker)
+           VALUES (now() - interval '2 days', 'old-1', 'hi_person', 200, 1, 1, 10, 1)});
+$qg->set_and_reload('querygate.history_retention', '1d');
+ok(QuerygateTest::poll_until(sub { $qg->sql(q{SELECT count(*) FROM querygate.history WHERE request_id = 'old-1'}) == 0 }, 120),
+	'a row older than querygate.history_retention is removed');
+ok(history_count() > 0, 'and the newer rows stay');
+
+# ---- off
+$qg->set_and_reload('querygate.history', 'off');
+ok(QuerygateTest::poll_until(sub {
+			my $c = history_count();
+			call('GET', '/q/hi_person?id=x', key => $key) for 1 .. 4;
+			sleep 1;
+			return history_count() == $c;
+		}), 'querygate.history = off: nothing is recorded, not even errors');
+
+done_testing();
