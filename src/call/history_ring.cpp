@@ -48,7 +48,8 @@ uint64 sample_state = 0; // this process's xorshift, for querygate.history_sampl
 void copy(char *to, std::size_t size, std::string_view from)
 {
     const std::size_t n = std::min(from.size(), size - 1);
-    std::memcpy(to, from.data(), n);
+    if (n > 0) // an empty view may have no data at all
+        std::memcpy(to, from.data(), n);
     to[n] = '\0';
 }
 

@@ -62,7 +62,10 @@ EntryKey key_of(const Subject &who)
     std::memset(&k, 0, sizeof(k));
     k.kind = static_cast<uint8>(who.kind);
     k.key_id = who.key_id;
-    std::memcpy(k.name, who.name.data(), std::min(who.name.size(), name_bytes - 1));
+    // A key is counted by its id: its name is empty, and may have no data at all (memcpy from a
+    // null pointer is undefined even for no bytes).
+    if (!who.name.empty())
+        std::memcpy(k.name, who.name.data(), std::min(who.name.size(), name_bytes - 1));
     return k;
 }
 

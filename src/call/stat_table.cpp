@@ -60,8 +60,10 @@ EntryKey key_of(std::string_view query, std::string_view policy)
 {
     EntryKey k;
     std::memset(&k, 0, sizeof(k));
-    std::memcpy(k.query, query.data(), std::min(query.size(), name_bytes - 1));
-    std::memcpy(k.policy, policy.data(), std::min(policy.size(), name_bytes - 1));
+    if (!query.empty()) // an empty view may have no data at all
+        std::memcpy(k.query, query.data(), std::min(query.size(), name_bytes - 1));
+    if (!policy.empty())
+        std::memcpy(k.policy, policy.data(), std::min(policy.size(), name_bytes - 1));
     return k;
 }
 
