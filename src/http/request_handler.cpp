@@ -62,6 +62,18 @@ bool same_secret(const std::string &presented, const char *expected)
     return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
 }
 
+// The token of "Authorization: Bearer <token>" (spaces after "Bearer" skipped); false when the
+// request has no such header.
+bool bearer_token(const HttpRequest &request, std::string &token)
+{
+    const std::string *auth = request.header("authorization");
+    if (auth == nullptr || !iequals_prefix(*auth, "bearer "))
+        return false;
+    const size_t start = auth->find_first_not_of(' ', 7);
+    token = start == std::string::npos ? std::string() : auth->substr(start);
+    return true;
+}
+
 // The credentials: X-API-Key, or "Authorization: Bearer <key or JWT>". When both headers are
 // present, X-API-Key alone is judged.
 void presented_credentials(const HttpRequest &request, CallRequest &call)
@@ -70,12 +82,9 @@ void presented_credentials(const HttpRequest &request, CallRequest &call)
         call.secret = *key;
         return;
     }
-    if (const std::string *auth = request.header("authorization"))
-        if (iequals_prefix(*auth, "bearer ")) {
-            size_t start = auth->find_first_not_of(' ', 7);
-            std::string token = start == std::string::npos ? std::string() : auth->substr(start);
-            (looks_like_jwt(token) ? call.bearer_token : call.secret) = token;
-        }
+    std::string token;
+    if (bearer_token(request, token))
+        (looks_like_jwt(token) ? call.bearer_token : call.secret) = token;
 }
 
 // A positive decimal integer within [1, max]; false for anything else.
@@ -463,14 +472,8 @@ void RequestHandler::handle_metrics(const HttpRequest &request, HttpResponse &re
         write_error(response, e, id);
         return;
     }
-    const std::string *auth = request.header("authorization");
     std::string presented;
-    if (auth != nullptr && iequals_prefix(*auth, "bearer ")) {
-        const size_t start = auth->find_first_not_of(' ', 7);
-        if (start != std::string::npos)
-            presented = auth->substr(start);
-    }
-    if (!same_secret(presented, token)) {
+    if (!bearer_token(request, presented) || !same_secret(presented, token)) {
         write_error(response,
                     api_errors::make(error_code::unauthorized,
                                      "a valid bearer token (querygate.metrics_token) is required"),
