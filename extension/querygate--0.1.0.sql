@@ -44,6 +44,8 @@ CREATE SEQUENCE saved_query_revision;
 -- write_ops: what the policy may write (insert, update, delete, merge); NULL or empty: read-only.
 -- mask_predicates: 'refuse' a query that filters, joins, groups or sorts on a masked column, or
 -- 'allow' it.
+-- history_params: whether querygate.history keeps each call's parameters (masked as strictly as
+-- the columns each one meets: querygate.explain shows how).
 -- rate_per_second, burst, max_in_flight, quota, quota_period: what each caller of the policy may
 -- spend (set_limits; NULL: no such limit): each key counts alone, bearer tokens of the policy count
 -- together. A key's own limits (the same columns of api_key) win, limit by limit.
@@ -54,6 +56,7 @@ CREATE TABLE policy (
     allowed_tables   regclass[],
     write_ops        text[],
     mask_predicates  text NOT NULL DEFAULT 'refuse' CHECK (mask_predicates IN ('refuse', 'allow')),
+    history_params   boolean NOT NULL DEFAULT false,
     rate_per_second  double precision CHECK (rate_per_second > 0 AND rate_per_second <= 1000000),
     burst            integer CHECK (burst > 0),
     max_in_flight    integer CHECK (max_in_flight > 0),
@@ -131,7 +134,9 @@ CREATE TABLE history (
     bytes           bigint NOT NULL,        -- the answer's body
     client          text,                   -- the caller's address, behind querygate.trusted_proxies
     worker          integer NOT NULL,
-    masked_columns  jsonb                   -- the answer's masked columns, by name
+    masked_columns  jsonb,                  -- the answer's masked columns, by name
+    params          jsonb                   -- the call's parameters, when its policy keeps them
+                                            -- (set_policy(history_params => true)), masked
 );
 CREATE INDEX history_at ON history (at);
 
@@ -301,7 +306,8 @@ CREATE FUNCTION unmask(policy text, column_pattern text) RETURNS void
 CREATE FUNCTION grant_writes(policy text, ops text[]) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_writes';
 CREATE FUNCTION set_policy(policy text, mask_predicates text DEFAULT NULL,
-                           allow_superuser boolean DEFAULT NULL) RETURNS void
+                           allow_superuser boolean DEFAULT NULL,
+                           history_params boolean DEFAULT NULL) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_set_policy';
 -- Limits of a policy (policy => ...) or of an active key (key => ...), one of the two: NULL leaves a
 -- limit as it is, 0 removes it (a key without a limit of its own follows its policy's).
@@ -329,7 +335,7 @@ CREATE VIEW queries AS
 CREATE VIEW policies AS
     SELECT p.name, p.run_as, p.allow_superuser,
            array(SELECT g.query FROM query_grant g WHERE g.policy = p.name ORDER BY g.query) AS queries,
-           p.allowed_tables, p.write_ops, p.mask_predicates,
+           p.allowed_tables, p.write_ops, p.mask_predicates, p.history_params,
            (SELECT jsonb_object_agg(m.pattern, m.action) FROM mask_rule m WHERE m.policy = p.name)
                AS masks,
            p.rate_per_second, p.burst, p.max_in_flight, p.quota, p.quota_period,
@@ -392,7 +398,7 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb), drop_query(text),
     revoke_key(text),
     set_limits(text, text, double precision, integer, integer, bigint, text),
     allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
-    grant_writes(text, text[]), set_policy(text, text, boolean), set_jwks(jsonb),
+    grant_writes(text, text[]), set_policy(text, text, boolean, boolean), set_jwks(jsonb),
     isolate_tenant(regclass, name), explain(text, text),
     stat_queries(), stat_workers(), stat_history(), stat_reset()
     TO querygate_admin;

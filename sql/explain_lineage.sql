@@ -13,14 +13,11 @@ BEGIN;
 CREATE EXTENSION querygate;
 SELECT plan(77);
 
-CREATE ROLE qa_reader NOLOGIN;
-CREATE TABLE users (id int PRIMARY KEY, email text, name text, salary int);
-CREATE TABLE orders (id int PRIMARY KEY, user_id int, amount int, note text);
+\i sql/include/explain_fixture.sql
 CREATE TABLE secrets (id int PRIMARY KEY, secret text);
 CREATE VIEW user_emails AS SELECT id, lower(email) AS address FROM users;
 CREATE VIEW user_emails_2 AS SELECT address AS a FROM user_emails;
 CREATE FUNCTION f_users() RETURNS SETOF users LANGUAGE sql AS 'SELECT * FROM users';
-CREATE FUNCTION f_user(int) RETURNS users LANGUAGE sql AS 'SELECT * FROM users WHERE id = $1';
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO qa_reader;
 
 DO $$
@@ -37,12 +34,6 @@ BEGIN
     PERFORM querygate.create_policy('plain', 'qa_reader');
 END $$;
 
--- Saves sql as the query "q" and explains it for a policy.
-CREATE FUNCTION pg_temp.ex(sql text, policy text DEFAULT 'p') RETURNS jsonb LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM querygate.save_query('q', sql);
-    RETURN querygate.explain(policy, 'q');
-END $$;
 -- The mask of each output column, in order ("none" for no mask).
 CREATE FUNCTION pg_temp.masks(sql text) RETURNS text[] LANGUAGE sql AS $$
     SELECT array(SELECT coalesce(c->>'mask', 'none')

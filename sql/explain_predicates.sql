@@ -12,9 +12,7 @@ BEGIN;
 CREATE EXTENSION querygate;
 SELECT plan(42);
 
-CREATE ROLE qa_reader NOLOGIN;
-CREATE TABLE users (id int PRIMARY KEY, email text, name text, salary int);
-CREATE TABLE orders (id int PRIMARY KEY, user_id int, amount int, note text);
+\i sql/include/explain_fixture.sql
 CREATE VIEW user_emails AS SELECT id, lower(email) AS address FROM users;
 CREATE VIEW acme_users AS SELECT id, name FROM users WHERE email LIKE '%@acme.example';
 CREATE FUNCTION f_users() RETURNS SETOF users LANGUAGE sql AS 'SELECT * FROM users';
@@ -32,11 +30,6 @@ BEGIN
     PERFORM querygate.create_policy('plain', 'qa_reader');
 END $$;
 
-CREATE FUNCTION pg_temp.ex(sql text, policy text DEFAULT 'p') RETURNS jsonb LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM querygate.save_query('q', sql);
-    RETURN querygate.explain(policy, 'q');
-END $$;
 CREATE FUNCTION pg_temp.refusal(sql text, policy text DEFAULT 'p') RETURNS text LANGUAGE sql AS $$
     SELECT coalesce(pg_temp.ex(sql, policy)->'refused'->>'code', 'none')
 $$;

@@ -53,9 +53,9 @@ void copy(char *to, std::size_t size, std::string_view from)
     to[n] = '\0';
 }
 
-// The masked list is JSON, made to fit by its maker (masked_room): one that does not is left out
-// rather than cut into something that is not JSON.
-void copy_masked(char *to, std::size_t size, std::string_view from)
+// The masked list and the parameters are JSON, made to fit by their maker (masked_room,
+// params_room): one that does not is left out rather than cut into something that is not JSON.
+void copy_json(char *to, std::size_t size, std::string_view from)
 {
     copy(to, size, from.size() < size ? from : std::string_view());
 }
@@ -141,7 +141,8 @@ void put(const CallRecord &call, int worker) noexcept
     copy(r.query, sizeof(r.query), call.query);
     copy(r.code, sizeof(r.code), call.code);
     copy(r.client, sizeof(r.client), call.client);
-    copy_masked(r.masked, sizeof(r.masked), call.masked);
+    copy_json(r.masked, sizeof(r.masked), call.masked);
+    copy_json(r.params, sizeof(r.params), call.params);
     pg_write_barrier(); // the record before its flag
     pg_atomic_write_u32(&slots[pos % capacity].ready, 1);
 

@@ -7,8 +7,9 @@
 // Many producers, one consumer. A producer reserves a slot under the ring's spinlock, fills it
 // with no lock held and then marks it ready; the writer takes ready slots in order from the
 // oldest, copies them out and frees them before the tail moves past them, so a producer never
-// writes a slot that is being read. Records are fixed-size: names are cut at 63 bytes; the masked
-// columns' list is made to fit by the runner (masked_room).
+// writes a slot that is being read. Records are fixed-size (about 1.2 kB): names are cut at 63
+// bytes; the masked columns' list and the parameters are made to fit by the runner (masked_room,
+// params_room: history_values.hpp).
 #pragma once
 
 #include "pg/pg_headers.hpp"
@@ -23,6 +24,8 @@ namespace history_ring {
 
 // Bytes a record keeps of the JSON list of masked columns, its closing NUL included.
 constexpr std::size_t masked_room = 256;
+// Bytes a record keeps of the JSON object of parameters, its closing NUL included.
+constexpr std::size_t params_room = 512;
 
 // A record as the ring holds it, copied out for the writer (plain data).
 struct Record {
@@ -40,6 +43,7 @@ struct Record {
     char code[32];
     char client[64];
     char masked[masked_room];
+    char params[params_room];
 };
 
 std::size_t shmem_size();

@@ -133,7 +133,26 @@ struct RowWriter {
 
 namespace {
 
-void append_column(const RowWriter *w, StringInfo out, const Column &c, Datum value, bool isnull)
+// How a value of type `type` named `name` is written under `action`.
+void init_column(Column &c, const char *name, Oid type, masking::Action action)
+{
+    StringInfoData key;
+    initStringInfo(&key);
+    escape_json(&key, name);
+    appendStringInfoChar(&key, ':');
+    c.key = key.data;
+    c.keylen = key.len;
+    c.kind = kind_of(type);
+    c.action = action;
+    c.is_text = TypeCategory(getBaseType(type)) == TYPCATEGORY_STRING;
+    Oid outfunc;
+    bool varlena;
+    getTypeOutputInfo(type, &outfunc, &varlena);
+    fmgr_info(outfunc, &c.output);
+}
+
+void append_column(StringInfo out, const Column &c, Datum value, bool isnull, const char *hash_key,
+                   int hash_key_len)
 {
     if (isnull || c.action == masking::Action::null) {
         appendStringInfoString(out, "null");
@@ -144,7 +163,7 @@ void append_column(const RowWriter *w, StringInfo out, const Column &c, Datum va
         char *text = OutputFunctionCall(const_cast<FmgrInfo *>(&c.output), value);
         unsigned char mac[secrets::sha256_length];
         char hex[2 * secrets::sha256_length + 1];
-        secrets::hmac_sha256(w->hash_key, w->hash_key_len, text, strlen(text), mac);
+        secrets::hmac_sha256(hash_key, hash_key_len, text, strlen(text), mac);
         secrets::to_hex(mac, sizeof(mac), hex);
         appendStringInfoChar(out, '"');
         appendStringInfoString(out, hex);
@@ -184,20 +203,9 @@ RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions
         if (attr->attisdropped)
             continue;
         Column &c = w->cols[w->ncols++];
-        StringInfoData key;
-        initStringInfo(&key);
-        escape_json(&key, NameStr(attr->attname));
-        appendStringInfoChar(&key, ':');
-        c.key = key.data;
-        c.keylen = key.len;
-        c.kind = kind_of(attr->atttypid);
-        c.action =
-            actions ? static_cast<masking::Action>(actions[w->ncols - 1]) : masking::Action::none;
-        c.is_text = TypeCategory(getBaseType(attr->atttypid)) == TYPCATEGORY_STRING;
-        Oid outfunc;
-        bool varlena;
-        getTypeOutputInfo(attr->atttypid, &outfunc, &varlena);
-        fmgr_info(outfunc, &c.output);
+        init_column(c, NameStr(attr->attname), attr->atttypid,
+                    actions ? static_cast<masking::Action>(actions[w->ncols - 1])
+                            : masking::Action::none);
     }
     w->scratch = AllocSetContextCreate(CurrentMemoryContext, "querygate row", ALLOCSET_SMALL_SIZES);
     return w;
@@ -225,11 +233,22 @@ void row_writer_append_array(RowWriter *w, StringInfo out, HeapTuple *tuples, ui
             appendBinaryStringInfo(out, c.key, c.keylen);
             bool isnull;
             Datum value = heap_getattr(tuples[r], i + 1, w->tupdesc, &isnull);
-            append_column(w, out, c, value, isnull);
+            append_column(out, c, value, isnull, w->hash_key, w->hash_key_len);
         }
         MemoryContextSwitchTo(old);
         MemoryContextReset(w->scratch);
         appendStringInfoChar(out, '}');
     }
     appendStringInfoChar(out, ']');
+}
+
+void append_member(StringInfo out, const char *name, Oid type, Datum value, bool isnull, int action,
+                   const char *hash_key, int hash_key_len)
+{
+    if (static_cast<masking::Action>(action) == masking::Action::drop)
+        return;
+    Column c;
+    init_column(c, name, type, static_cast<masking::Action>(action));
+    appendBinaryStringInfo(out, c.key, c.keylen);
+    append_column(out, c, value, isnull, hash_key, hash_key_len);
 }

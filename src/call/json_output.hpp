@@ -29,3 +29,8 @@ RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions
 // row, so a large page costs the size of its JSON, not of every intermediate string.
 void row_writer_append_array(RowWriter *writer, StringInfo out, HeapTuple *tuples, uint64 from,
                              uint64 to);
+
+// One value as a member ("name":value) of a JSON object, written and masked exactly as a column
+// of its type under that action is in a row; nothing for drop. The caller writes the commas.
+void append_member(StringInfo out, const char *name, Oid type, Datum value, bool isnull, int action,
+                   const char *hash_key, int hash_key_len);

@@ -15,6 +15,7 @@
 #include "call/call_limits.hpp"
 #include "call/limit_table.hpp"
 #include "call/history_ring.hpp"
+#include "call/history_values.hpp"
 #include "call/stat_table.hpp"
 
 #include "pg/pg_headers.hpp"
@@ -55,7 +56,27 @@ namespace {
 
 enum class Phase { setup, binding, executing };
 
-std::string masked_list(TupleDesc desc, const int *actions, int nactions);
+// Hands the parameters a call recorded for the history (history_values.hpp) to its result
+// however the call ends: on success, and when its execution fails after they were read.
+class CallParamsKept {
+  public:
+    CallParamsKept(StringInfo params, CallResult &result) : params_(params), result_(result) {}
+    ~CallParamsKept()
+    {
+        try {
+            if (params_ != nullptr && params_->len > 0)
+                result_.params.assign(params_->data, params_->len);
+        } catch (...) {
+            // No memory for a copy: the record goes without its parameters.
+        }
+    }
+    CallParamsKept(const CallParamsKept &) = delete;
+    CallParamsKept &operator=(const CallParamsKept &) = delete;
+
+  private:
+    StringInfo params_;
+    CallResult &result_;
+};
 
 } // namespace
 
@@ -94,7 +115,7 @@ struct QueryRunner::State {
     void end_call();
     void execute(const CachedQuery &query, PlanEntry &entry, const PolicyDecision &decision,
                  const std::vector<BoundParam> &values, const CallRequest &request,
-                 CallResult &result);
+                 bool record_params, CallResult &result);
     ApiError error_for(const pg::PgError &e, const CallRequest &request, const CachedQuery *query);
     void abort_call();
 };
@@ -190,7 +211,7 @@ void QueryRunner::State::end_call()
 void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
                                  const PolicyDecision &decision,
                                  const std::vector<BoundParam> &values, const CallRequest &request,
-                                 CallResult &result)
+                                 bool record_params, CallResult &result)
 {
     // Everything the guarded block touches is plain data prepared here, outside it.
     const int nparams = static_cast<int>(query.param_names.size());
@@ -231,6 +252,15 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
     Oid *ioparam = entry.ioparam;
     volatile int *failing = &failing_param;
     Phase *phase_ptr = &phase;
+    // The parameters as the history keeps them, once every one is read as its type: kept also
+    // when the call then fails.
+    StringInfo params = nullptr;
+    if (record_params) {
+        MemoryContext old = MemoryContextSwitchTo(request_context);
+        params = makeStringInfo();
+        MemoryContextSwitchTo(old);
+    }
+    const CallParamsKept kept_params(params, result);
 
     pg::guard([&] {
         *phase_ptr = Phase::binding;
@@ -250,6 +280,10 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
                 InputFunctionCall(&input[i], const_cast<char *>(texts[i]), ioparam[i], -1);
         }
         *failing = -1;
+        if (params != nullptr)
+            history_values::append_params(params, query.param_names, query.param_types,
+                                          decision.param_actions, values_out, nulls, hash_key,
+                                          hash_key_len);
         *phase_ptr = Phase::executing;
 
         // A write runs whole (a row limit would stop an UPDATE halfway) and commits before the
@@ -293,7 +327,7 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
     result.has_more = has_more;
     result.rows = rows_out;
     if (masked && out_desc != nullptr && settings::history)
-        result.masked = masked_list(out_desc, actions, nactions);
+        result.masked = history_values::masked_list(out_desc, actions, nactions);
 }
 
 void QueryRunner::State::abort_call()
@@ -395,31 +429,6 @@ void begin_read_only_transaction()
         XactReadOnly = true;
         PushActiveSnapshot(GetTransactionSnapshot());
     });
-}
-
-// The names of the masked columns as a JSON array, within the room a history record has for it:
-// what does not fit is left out, and the list then ends with "...".
-std::string masked_list(TupleDesc desc, const int *actions, int nactions)
-{
-    std::string list = "[";
-    std::string name;
-    const int n = std::min(nactions, desc->natts);
-    for (int i = 0; i < n; i++) {
-        if (actions[i] == 0)
-            continue;
-        name.clear();
-        json_text::append_string(name, NameStr(TupleDescAttr(desc, i)->attname));
-        // Room for this name, a comma, and a final ,"..."] should more follow.
-        if (list.size() + name.size() + 8 > history_ring::masked_room - 1) {
-            list.append(list.size() > 1 ? ",\"...\"" : "\"...\"");
-            break;
-        }
-        if (list.size() > 1)
-            list.push_back(',');
-        list.append(name);
-    }
-    list.push_back(']');
-    return list;
 }
 
 // Counts a call of a query a caller's policy may call (stat_table.hpp); others are counted only
@@ -543,7 +552,8 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
                     XactReadOnly = false;
                     wrote = true;
                 }
-                s.execute(*query, entry, decision, values, request, result);
+                s.execute(*query, entry, decision, values, request,
+                          settings::history && caller.policy->history_params, result);
             }
             s.end_call();
             // After end_call, which undoes every setting made during the call: this one

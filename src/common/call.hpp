@@ -45,6 +45,9 @@ struct CallResult {
     unsigned long long rows = 0; // rows in body, or changed by a write that returns none
     long long revision = 0;      // saved_query.revision of the query called, once found
     std::string masked; // querygate.history on: a JSON array of the masked columns, or empty
+    // querygate.history on and the policy's history_params: a JSON object of the parameters,
+    // masked by its rules (call/history_values.hpp), or empty
+    std::string params;
     // A write the runner did not run because a write helper can (QueryRunner::run's
     // may_hand_off): the worker sends the request to one (src/worker/write_helpers.hpp).
     bool for_helper = false;

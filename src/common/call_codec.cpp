@@ -140,6 +140,7 @@ void encode(const CallResult &result, std::string &out)
     w.number(static_cast<std::int64_t>(result.rows));
     w.number(static_cast<std::int64_t>(result.revision));
     w.text(result.masked);
+    w.text(result.params);
 }
 
 bool decode(const char *data, std::size_t size, CallRequest &out)
@@ -170,7 +171,7 @@ bool decode(const char *data, std::size_t size, CallResult &out)
     std::int64_t rows = 0, revision = 0;
     if (!r.text(out.error.allow) || !r.text(out.body) || !r.flag(out.has_more) ||
         !r.flag(out.for_helper) || !r.number(rows) || !r.number(revision) || !r.text(out.masked) ||
-        !r.done() || rows < 0)
+        !r.text(out.params) || !r.done() || rows < 0)
         return false;
     out.rows = static_cast<unsigned long long>(rows);
     out.revision = revision;

@@ -19,4 +19,5 @@ struct CallRecord {
     std::uint64_t rows = 0;
     std::uint64_t bytes = 0; // the answer's body
     std::string_view masked; // a JSON array of the masked output columns' names; empty: none
+    std::string_view params; // a JSON object of the parameters (history_params); empty: none
 };

@@ -343,6 +343,7 @@ void RequestHandler::note_result(Logged &logged, CallResult &result)
     logged.revision = result.revision;
     logged.rows = result.error.set() ? 0 : result.rows;
     logged.masked = std::move(result.masked);
+    logged.params = std::move(result.params);
 }
 
 void RequestHandler::log_answer(const Logged &logged, const HttpResponse &response,
@@ -365,6 +366,7 @@ void RequestHandler::log_answer(const Logged &logged, const HttpResponse &respon
         call.rows = logged.rows;
         call.bytes = response.body.size();
         call.masked = logged.masked;
+        call.params = logged.params;
         runner_.record(call);
     }
     // Probes that succeed are not logged: a load balancer's would fill the log.

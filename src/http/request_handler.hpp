@@ -58,6 +58,7 @@ class RequestHandler {
         long long revision = 0;
         unsigned long long rows = 0;
         std::string masked;
+        std::string params;
     };
 
     std::string request_id(const HttpRequest &request);

@@ -51,30 +51,55 @@ bool sublink_walker(Node *node, SublinkContext *context)
     return expression_tree_walker(node, WALKER(sublink_walker), context);
 }
 
-void trace_sort_group(List *clauses, List *targetList, Level *level, ColumnSet *set)
+// One predicate, a site of its own (meet): each conjunct of an AND apart, so that a parameter
+// compared with one column does not meet the columns of the conjuncts beside it.
+void trace_predicate(Node *expr, Level *level, Uses *uses)
+{
+    if (expr == nullptr)
+        return;
+    if (IsA(expr, BoolExpr) && reinterpret_cast<BoolExpr *>(expr)->boolop == AND_EXPR) {
+        ListCell *lc;
+        foreach (lc, reinterpret_cast<BoolExpr *>(expr)->args)
+            trace_predicate(static_cast<Node *>(lfirst(lc)), level, uses);
+        return;
+    }
+    if (IsA(expr, List)) {
+        ListCell *lc;
+        foreach (lc, reinterpret_cast<List *>(expr))
+            trace_predicate(static_cast<Node *>(lfirst(lc)), level, uses);
+        return;
+    }
+    ColumnSet site;
+    memset(&site, 0, sizeof(site));
+    trace_expr(expr, level, &site);
+    add_columns(&uses->predicates, &site);
+    meet(uses, &site, nullptr);
+}
+
+void trace_sort_group(List *clauses, List *targetList, Level *level, Uses *uses)
 {
     ListCell *lc;
     foreach (lc, clauses) {
         SortGroupClause *clause = lfirst_node(SortGroupClause, lc);
-        trace_expr(get_sortgroupclause_expr(clause, targetList), level, set);
+        trace_predicate(get_sortgroupclause_expr(clause, targetList), level, uses);
     }
 }
 
-void trace_jointree_quals(Node *node, Level *level, ColumnSet *set)
+void trace_jointree_quals(Node *node, Level *level, Uses *uses)
 {
     if (node == nullptr)
         return;
     if (IsA(node, FromExpr)) {
         FromExpr *from = reinterpret_cast<FromExpr *>(node);
-        trace_expr(from->quals, level, set);
+        trace_predicate(from->quals, level, uses);
         ListCell *lc;
         foreach (lc, from->fromlist)
-            trace_jointree_quals(static_cast<Node *>(lfirst(lc)), level, set);
+            trace_jointree_quals(static_cast<Node *>(lfirst(lc)), level, uses);
     } else if (IsA(node, JoinExpr)) {
         JoinExpr *join = reinterpret_cast<JoinExpr *>(node);
-        trace_expr(join->quals, level, set);
-        trace_jointree_quals(join->larg, level, set);
-        trace_jointree_quals(join->rarg, level, set);
+        trace_predicate(join->quals, level, uses);
+        trace_jointree_quals(join->larg, level, uses);
+        trace_jointree_quals(join->rarg, level, uses);
     }
 }
 
@@ -89,15 +114,22 @@ bool set_operation_compares(Node *node)
 }
 
 // The outputs of a query below the statement that run whether or not anything uses them.
-void trace_unselected(Query *query, Level *level, bool is_cte, ColumnSet *set)
+// Each output is also a site (meet): a parameter in a subquery's or a CTE's output meets its
+// sources, whether or not the output runs unselected.
+void trace_unselected(Query *query, Level *level, bool is_cte, Uses *uses)
 {
     ListCell *lc;
     foreach (lc, output_list(query)) {
         TargetEntry *tle = lfirst_node(TargetEntry, lc);
         Node *expr = reinterpret_cast<Node *>(tle->expr);
-        if (!tle->resjunk &&
-            (is_cte || expression_returns_set(expr) || contain_volatile_functions(expr)))
-            trace_expr(expr, level, set);
+        if (tle->resjunk)
+            continue;
+        ColumnSet site;
+        memset(&site, 0, sizeof(site));
+        trace_expr(expr, level, &site);
+        meet(uses, &site, nullptr);
+        if (is_cte || expression_returns_set(expr) || contain_volatile_functions(expr))
+            add_columns(&uses->unselected, &site);
     }
 }
 
@@ -185,6 +217,7 @@ void collect_writes(Query *query, Level *level, Uses *uses)
             ColumnSet target;
             memset(&target, 0, sizeof(target));
             add_column(&target, relid, tle->resno);
+            meet(uses, &set, &target);
             if (uses->nwrites == uses->writes_capacity) {
                 uses->writes_capacity = uses->writes_capacity ? uses->writes_capacity * 2 : 8;
                 uses->writes = static_cast<WriteLineage *>(
@@ -204,41 +237,58 @@ void collect_writes(Query *query, Level *level, Uses *uses)
 
 } // namespace
 
+void meet(Uses *uses, const ColumnSet *site, const ColumnSet *target)
+{
+    int p = -1;
+    while ((p = bms_next_member(site->params, p)) >= 0) {
+        if (p < 1 || p > uses->nparams)
+            continue;
+        ColumnSet *met = &uses->met[p - 1];
+        add_columns(met, site);
+        if (target != nullptr)
+            add_columns(met, target);
+    }
+}
+
 void collect_uses(Query *query, Level *parent, Uses *uses, bool is_cte)
 {
     check_stack_depth();
     Level level = {query, parent, false};
-    ColumnSet *set = &uses->predicates;
 
-    trace_jointree_quals(reinterpret_cast<Node *>(query->jointree), &level, set);
-    trace_expr(query->havingQual, &level, set);
+    trace_jointree_quals(reinterpret_cast<Node *>(query->jointree), &level, uses);
+    trace_predicate(query->havingQual, &level, uses);
     // A row count computed from a column tells as much as a filter on it.
-    trace_expr(query->limitCount, &level, set);
-    trace_expr(query->limitOffset, &level, set);
-    trace_sort_group(query->groupClause, query->targetList, &level, set);
-    trace_sort_group(query->sortClause, query->targetList, &level, set);
+    trace_predicate(query->limitCount, &level, uses);
+    trace_predicate(query->limitOffset, &level, uses);
+    trace_sort_group(query->groupClause, query->targetList, &level, uses);
+    trace_sort_group(query->sortClause, query->targetList, &level, uses);
     // DISTINCT (ON or not) compares the values it keeps apart, as GROUP BY does: how many rows
     // come back tells whether they were equal.
-    trace_sort_group(query->distinctClause, query->targetList, &level, set);
+    trace_sort_group(query->distinctClause, query->targetList, &level, uses);
     // So do UNION, INTERSECT and EXCEPT (all but UNION ALL), over every column of every leaf.
-    if (query->setOperations != nullptr && set_operation_compares(query->setOperations))
-        trace_setop_leaves(query->setOperations, &level, 0, set);
+    if (query->setOperations != nullptr && set_operation_compares(query->setOperations)) {
+        ColumnSet site;
+        memset(&site, 0, sizeof(site));
+        trace_setop_leaves(query->setOperations, &level, 0, &site);
+        add_columns(&uses->predicates, &site);
+        meet(uses, &site, nullptr);
+    }
     ListCell *lc;
     foreach (lc, query->windowClause) {
         WindowClause *wc = lfirst_node(WindowClause, lc);
-        trace_sort_group(wc->partitionClause, query->targetList, &level, set);
-        trace_sort_group(wc->orderClause, query->targetList, &level, set);
+        trace_sort_group(wc->partitionClause, query->targetList, &level, uses);
+        trace_sort_group(wc->orderClause, query->targetList, &level, uses);
     }
     if (query->onConflict != nullptr) {
         // ON CONFLICT (ssn) finds the row that holds the caller's value: a comparison.
-        trace_expr(reinterpret_cast<Node *>(query->onConflict->arbiterElems), &level, set);
-        trace_expr(query->onConflict->arbiterWhere, &level, set);
-        trace_expr(query->onConflict->onConflictWhere, &level, set);
+        trace_predicate(reinterpret_cast<Node *>(query->onConflict->arbiterElems), &level, uses);
+        trace_predicate(query->onConflict->arbiterWhere, &level, uses);
+        trace_predicate(query->onConflict->onConflictWhere, &level, uses);
     }
     foreach (lc, query->mergeActionList)
-        trace_expr(lfirst_node(MergeAction, lc)->qual, &level, set);
+        trace_predicate(lfirst_node(MergeAction, lc)->qual, &level, uses);
     if (parent != nullptr)
-        trace_unselected(query, &level, is_cte, &uses->unselected);
+        trace_unselected(query, &level, is_cte, uses);
     collect_writes(query, &level, uses);
 
     // The queries below this one.
@@ -259,12 +309,12 @@ void collect_uses(Query *query, Level *parent, Uses *uses, bool is_cte)
             // generate_series(1, salary / 1000) counts a masked column out loud.
             ListCell *fc;
             foreach (fc, rte->functions)
-                trace_expr(lfirst_node(RangeTblFunction, fc)->funcexpr, &level, set);
+                trace_predicate(lfirst_node(RangeTblFunction, fc)->funcexpr, &level, uses);
             (void)sublink_walker(reinterpret_cast<Node *>(rte->functions), &context);
             break;
         }
         case RTE_TABLEFUNC:
-            trace_expr(reinterpret_cast<Node *>(rte->tablefunc), &level, set);
+            trace_predicate(reinterpret_cast<Node *>(rte->tablefunc), &level, uses);
             (void)sublink_walker(reinterpret_cast<Node *>(rte->tablefunc), &context);
             break;
         case RTE_VALUES:

@@ -62,6 +62,21 @@ void add_column(ColumnSet *set, Oid relid, AttrNumber attnum)
     set->n++;
 }
 
+void add_columns(ColumnSet *to, const ColumnSet *from)
+{
+    const bool was_computing = to->computing;
+    const char *was_how = to->how;
+    for (int i = 0; i < from->n; i++) {
+        to->computing = from->hows[i] != nullptr;
+        to->how = from->hows[i];
+        add_column(to, from->cols[i].relid, from->cols[i].attnum);
+    }
+    to->computing = was_computing;
+    to->how = was_how;
+    if (to->unresolvable == nullptr)
+        to->unresolvable = from->unresolvable;
+}
+
 // True the first time (node, index) is seen in this set, in this context: a column first passed
 // through may be computed with on another path.
 bool first_visit(ColumnSet *set, const void *node, int index)
@@ -501,6 +516,11 @@ bool trace_walker(Node *node, TraceContext *context)
         return false;
     if (IsA(node, Param) && reinterpret_cast<Param *>(node)->paramkind == PARAM_MULTIEXPR) {
         trace_multiexpr(context->level, reinterpret_cast<Param *>(node), context->set);
+        return false;
+    }
+    if (IsA(node, Param) && reinterpret_cast<Param *>(node)->paramkind == PARAM_EXTERN) {
+        ColumnSet *set = context->set;
+        set->params = bms_add_member(set->params, reinterpret_cast<Param *>(node)->paramid);
         return false;
     }
     if (IsA(node, Var)) {

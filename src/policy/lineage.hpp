@@ -48,7 +48,9 @@ struct VisitKey {
 // first reason the sources cannot be known, and the (query, column) pairs already traced (which
 // also ends the recursion of recursive CTEs). While tracing, `computing` says whether the value
 // on its way to the output has been computed with (value_use.hpp), and `how`; each column keeps
-// the first such use (hows[i]; NULL: it only ever passed through). Zeroed to start.
+// the first such use (hows[i]; NULL: it only ever passed through). params: the statement's
+// parameters ($n, as n) met on the way, for the run history (param_uses in column_uses.hpp).
+// Zeroed to start.
 struct ColumnSet {
     int n;
     int capacity;
@@ -60,9 +62,13 @@ struct ColumnSet {
     VisitKey *visited;
     bool computing;
     const char *how;
+    Bitmapset *params;
 };
 
 void add_column(ColumnSet *set, Oid relid, AttrNumber attnum);
+// Adds every column of `from` to `to`, with what computed with it, and its reason to be
+// unresolvable when `to` has none.
+void add_columns(ColumnSet *to, const ColumnSet *from);
 // The sources of an expression at a level.
 void trace_expr(Node *expr, Level *level, ColumnSet *set);
 // The sources of output column attno of a query (a subquery, a CTE, a set operation's leaf, the

@@ -58,6 +58,16 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
             action = std::max(action, action_of(rules.masks, out.sources[s]));
         d.column_actions.push_back(action);
     }
+    d.param_actions.reserve(analysis.nparams);
+    for (int i = 0; i < analysis.nparams; i++) {
+        const ParamLineage &param = analysis.params[i];
+        masking::Action action = masking::Action::none;
+        if (!rules.masks.empty() && param.unresolvable != nullptr)
+            action = masking::Action::drop;
+        for (int s = 0; s < param.nsources && !rules.masks.empty(); s++)
+            action = std::max(action, action_of(rules.masks, param.sources[s]));
+        d.param_actions.push_back(action);
+    }
 
     // 0. Code whose author could not act as the policy's role never runs as it (code_trust.hpp).
     if (analysis.untrusted != nullptr) {
@@ -215,6 +225,8 @@ void decide_plain(const QueryAnalysis *analysis, const PolicyRow *row, PlainDeci
             out->actions[i] = i < static_cast<int>(decision.column_actions.size())
                                   ? decision.column_actions[i]
                                   : masking::Action::none;
+        for (int i = 0; out->param_actions != nullptr && i < analysis->nparams; i++)
+            out->param_actions[i] = decision.param_actions[i];
     } catch (const std::exception &e) {
         out->failed = true;
         copy_text(out->message, sizeof(out->message), e.what());

@@ -26,6 +26,10 @@ struct PolicyDecision {
     std::string refusal_message;
     // One per QueryAnalysis output, in order.
     std::vector<masking::Action> column_actions;
+    // One per parameter, in order: how its value is masked in the run history, the strictest
+    // action over the columns it meets (drop when one of them cannot be known and the policy
+    // masks anything).
+    std::vector<masking::Action> param_actions;
 
     bool refused() const { return refusal.status != 0; }
 };
@@ -45,7 +49,8 @@ struct PlainDecision {
     bool failed; // the decision itself failed (message in message)
     char code[64];
     char message[1024];
-    masking::Action *actions; // one per output, allocated by the caller (or nullptr)
+    masking::Action *actions;       // one per output, allocated by the caller (or nullptr)
+    masking::Action *param_actions; // one per parameter, likewise
 };
 
 // decide() over a policy's row, decoded by decode_policy. No PostgreSQL call in it, and no

@@ -9,8 +9,8 @@
 const char policy_rows_select[] =
     "SELECT name, run_as::pg_catalog.oid, "
     "pg_catalog.array_to_string(allowed_tables::pg_catalog.oid[], ','), "
-    "pg_catalog.array_to_string(write_ops, ','), mask_predicates, allow_superuser "
-    "FROM querygate.policy";
+    "pg_catalog.array_to_string(write_ops, ','), mask_predicates, allow_superuser, "
+    "history_params FROM querygate.policy";
 
 const char mask_rows_select[] = "SELECT policy, pattern, action FROM querygate.mask_rule";
 
@@ -31,6 +31,8 @@ bool decode_policy(const PolicyRow &row, DecodedPolicy &out, std::string &error)
     out.run_as = c[POLICY_RUN_AS] ? oid_of(c[POLICY_RUN_AS]) : InvalidOid;
     out.allow_superuser =
         c[POLICY_ALLOW_SUPERUSER] && std::strcmp(c[POLICY_ALLOW_SUPERUSER], "t") == 0;
+    out.history_params =
+        c[POLICY_HISTORY_PARAMS] && std::strcmp(c[POLICY_HISTORY_PARAMS], "t") == 0;
     PolicyRules &rules = out.rules;
     rules.has_allowed_tables = c[POLICY_ALLOWED_TABLES] != nullptr;
     for (const std::string &t : comma_list::split(c[POLICY_ALLOWED_TABLES]))

@@ -11,8 +11,8 @@
 
 // The policy's row: name, run_as (an oid), allowed_tables (oids joined by commas; NULL when the
 // policy has no allow-list), write_ops (names joined by commas), mask_predicates, allow_superuser
-// ("t" or "f"). Every function and operator schema-qualified: it runs in superuser sessions.
-// Followed by nothing, or by a WHERE clause.
+// and history_params ("t" or "f"). Every function and operator schema-qualified: it runs in
+// superuser sessions. Followed by nothing, or by a WHERE clause.
 extern const char policy_rows_select[];
 // The policies' mask rules: policy, pattern, action. Followed by a WHERE and ORDER BY clause.
 extern const char mask_rows_select[];
@@ -24,6 +24,7 @@ enum PolicyColumn {
     POLICY_WRITE_OPS,
     POLICY_MASK_PREDICATES,
     POLICY_ALLOW_SUPERUSER,
+    POLICY_HISTORY_PARAMS,
     POLICY_COLUMNS
 };
 
@@ -40,6 +41,7 @@ struct DecodedPolicy {
     std::string name;
     Oid run_as = InvalidOid;
     bool allow_superuser = false; // run_as may be privileged (role_rules.hpp)
+    bool history_params = false;  // the run history keeps its callers' parameters
     PolicyRules rules;            // allow-list, writes, masks, mask_predicates
 };
 

@@ -165,6 +165,8 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
     RelationCollector depends = {0, 0, nullptr, 0};
     Uses uses;
     memset(&uses, 0, sizeof(uses));
+    uses.nparams = nparams;
+    uses.met = static_cast<ColumnSet *>(palloc0(sizeof(ColumnSet) * Max(nparams, 1)));
     ListCell *lc;
     foreach (lc, rewritten) {
         Query *q = lfirst_node(Query, lc);
@@ -212,6 +214,7 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
             memset(&set, 0, sizeof(set));
             lineage::trace_query_column(top, tle->resno, nullptr, top->commandType != CMD_SELECT,
                                         &set);
+            lineage::meet(&uses, &set, nullptr);
             OutputLineage *o = &out->outputs[i++];
             o->name = pstrdup(tle->resname ? tle->resname : "?column?");
             o->nsources = set.n;
@@ -220,6 +223,15 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
         }
     } else {
         out->outputs = static_cast<OutputLineage *>(palloc0(sizeof(OutputLineage)));
+    }
+
+    out->nparams = nparams;
+    out->params = static_cast<ParamLineage *>(palloc0(sizeof(ParamLineage) * Max(nparams, 1)));
+    for (int i = 0; i < nparams; i++) {
+        out->params[i].nsources = uses.met[i].n;
+        out->params[i].sources = lineage::named_columns(&uses.met[i]);
+        out->params[i].unresolvable =
+            uses.met[i].unresolvable ? pstrdup(uses.met[i].unresolvable) : nullptr;
     }
 
     error_context_stack = callback.previous;

@@ -47,6 +47,14 @@ struct OutputLineage {
     char *unresolvable;    // NULL, or why its sources cannot be known (a function in FROM, ...)
 };
 
+// What a parameter meets (column_uses.hpp): its value is masked in the run history as strictly
+// as these columns are.
+struct ParamLineage {
+    int nsources;
+    SourceColumn *sources; // deduplicated
+    char *unresolvable;    // NULL, or why a column it meets cannot be known
+};
+
 struct QueryAnalysis {
     // Every relation read or written at any level (joins, subqueries in FROM, WHERE and the select
     // list, CTEs, LATERAL, set operations, DML targets, RETURNING), views counted as themselves:
@@ -76,6 +84,9 @@ struct QueryAnalysis {
     // lineage of its value. (The columns its constraints compare are among the predicates.)
     int nwrites;
     WriteLineage *writes;
+    // One per parameter ($1..$n): the columns it meets.
+    int nparams;
+    ParamLineage *params;
     // Every relation in the rewritten tree, views and base tables: when any of them changes, this
     // analysis is stale.
     int ndepends;

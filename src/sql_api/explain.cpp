@@ -36,6 +36,7 @@ struct ExplainInputs {
     char *prepared_sql;
     int nparams;
     Oid *param_types;
+    char **param_names; // nparams of them
     char *search_path;
     Oid saved_by;
 };
@@ -86,7 +87,7 @@ void read_inputs(const char *policy, const char *query, MemoryContext into, Expl
     MemoryContextSwitchTo(spi);
     catalog_read_policy_row(policy, into, &in->rules);
 
-    if (catalog_exec_texts("SELECT prepared_sql, param_types, search_path, saved_by "
+    if (catalog_exec_texts("SELECT prepared_sql, param_types, search_path, saved_by, param_names "
                            "FROM querygate.saved_query WHERE name = $1",
                            1, query_arg) == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -103,6 +104,18 @@ void read_inputs(const char *policy, const char *query, MemoryContext into, Expl
         if (in->search_path == nullptr)
             in->search_path = pstrdup("");
         in->saved_by = DatumGetObjectId(SPI_getbinval(tuple, desc, 4, &isnull));
+        in->param_names = static_cast<char **>(palloc0(sizeof(char *) * Max(in->nparams, 1)));
+        Datum names = SPI_getbinval(tuple, desc, 5, &isnull);
+        if (!isnull) {
+            Datum *items;
+            bool *nulls;
+            int n;
+            deconstruct_array(DatumGetArrayTypeP(names), TEXTOID, -1, false, TYPALIGN_INT, &items,
+                              &nulls, &n);
+            for (int i = 0; i < n && i < in->nparams; i++)
+                if (!nulls[i])
+                    in->param_names[i] = TextDatumGetCString(items[i]);
+        }
     }
     MemoryContextSwitchTo(spi);
 
@@ -124,6 +137,26 @@ void append_column_name(StringInfo buf, const SourceColumn *c)
     char *text = psprintf("%s.%s.%s", c->schema, c->table, c->column);
     escape_json(buf, text);
     pfree(text);
+}
+
+// , "key": [columns as schema.table.column]
+void append_columns(StringInfo buf, const char *key, const SourceColumn *columns, int n)
+{
+    appendStringInfo(buf, ", \"%s\": [", key);
+    for (int s = 0; s < n; s++) {
+        if (s > 0)
+            appendStringInfoString(buf, ", ");
+        append_column_name(buf, &columns[s]);
+    }
+    appendStringInfoChar(buf, ']');
+}
+
+// , "key": the action's name, or null for none
+void append_action(StringInfo buf, const char *key, masking::Action action)
+{
+    appendStringInfo(buf, ", \"%s\": ", key);
+    append_json_string(buf,
+                       action == masking::Action::none ? nullptr : masking::action_name(action));
 }
 
 } // namespace
@@ -161,6 +194,8 @@ QUERYGATE_SQL_FUNCTION(querygate_explain)
     memset(&decision, 0, sizeof(decision));
     decision.actions = static_cast<masking::Action *>(
         palloc0(sizeof(masking::Action) * Max(analysis.noutputs, 1)));
+    decision.param_actions =
+        static_cast<masking::Action *>(palloc0(sizeof(masking::Action) * Max(analysis.nparams, 1)));
     decide_plain(&analysis, &in.rules, &decision);
     if (decision.failed)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", decision.message)));
@@ -196,18 +231,21 @@ QUERYGATE_SQL_FUNCTION(querygate_explain)
         const OutputLineage *out = &analysis.outputs[i];
         appendStringInfoString(&buf, i > 0 ? ", {\"name\": " : "{\"name\": ");
         escape_json(&buf, out->name);
-        appendStringInfoString(&buf, ", \"sources\": [");
-        for (int s = 0; s < out->nsources; s++) {
-            if (s > 0)
-                appendStringInfoString(&buf, ", ");
-            append_column_name(&buf, &out->sources[s]);
-        }
-        appendStringInfoString(&buf, "], \"mask\": ");
-        append_json_string(&buf, decision.actions[i] == masking::Action::none
-                                     ? nullptr
-                                     : masking::action_name(decision.actions[i]));
+        append_columns(&buf, "sources", out->sources, out->nsources);
+        append_action(&buf, "mask", decision.actions[i]);
         appendStringInfoString(&buf, ", \"unresolvable\": ");
         append_json_string(&buf, out->unresolvable);
+        appendStringInfoChar(&buf, '}');
+    }
+    // What each parameter meets, and how the run history masks its value (policies that record
+    // parameters: set_policy(history_params => true)).
+    appendStringInfoString(&buf, "], \"params\": [");
+    for (int i = 0; i < analysis.nparams; i++) {
+        const ParamLineage *param = &analysis.params[i];
+        appendStringInfoString(&buf, i > 0 ? ", {\"name\": " : "{\"name\": ");
+        append_json_string(&buf, in.param_names[i]);
+        append_columns(&buf, "meets", param->sources, param->nsources);
+        append_action(&buf, "history", decision.param_actions[i]);
         appendStringInfoChar(&buf, '}');
     }
     appendStringInfoString(&buf, "], \"predicates\": [");

@@ -225,6 +225,14 @@ QUERYGATE_SQL_FUNCTION(querygate_set_policy)
                            "WHERE name = $1",
                            2, args);
     }
+    // Whether the run history keeps the parameters of its callers' calls, masked by the policy's
+    // rules (whoever may change those rules may see as much through explain).
+    if (!PG_ARGISNULL(3)) {
+        const char *args[2] = {policy, PG_GETARG_BOOL(3) ? "true" : "false"};
+        catalog_exec_texts("UPDATE querygate.policy SET history_params = $2::pg_catalog.bool "
+                           "WHERE name = $1",
+                           2, args);
+    }
     catalog_session_end(&session);
     PG_RETURN_VOID();
 }

@@ -34,17 +34,20 @@ constexpr int trims_per_pass = 10;
 // Empty strings become NULL; times are Unix microseconds, durations microseconds.
 const char insert_sql[] =
     "INSERT INTO querygate.history (at, request_id, key_name, policy, query, query_revision, "
-    "status, code, duration_ms, rows, bytes, client, worker, masked_columns) "
+    "status, code, duration_ms, rows, bytes, client, worker, masked_columns, params) "
     "SELECT pg_catalog.to_timestamp(a::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000), r, "
     "NULLIF(k, ''), NULLIF(p, ''), q, NULLIF(v, 0), s, "
     "NULLIF(c, ''), d::pg_catalog.float8 OPERATOR(pg_catalog./) 1000, n, b, "
     "NULLIF(cl, ''), w, CASE WHEN m OPERATOR(pg_catalog.=) '' THEN NULL "
-    "ELSE m::pg_catalog.jsonb END "
+    "ELSE m::pg_catalog.jsonb END, "
+    "CASE WHEN j OPERATOR(pg_catalog.=) '' THEN NULL ELSE j::pg_catalog.jsonb END "
     "FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3), "
     "pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6), pg_catalog.unnest($7), "
     "pg_catalog.unnest($8), pg_catalog.unnest($9), pg_catalog.unnest($10), "
     "pg_catalog.unnest($11), pg_catalog.unnest($12), pg_catalog.unnest($13), "
-    "pg_catalog.unnest($14)) AS u(a, r, k, p, q, v, s, c, d, n, b, cl, w, m)";
+    "pg_catalog.unnest($14), pg_catalog.unnest($15)) "
+    "AS u(a, r, k, p, q, v, s, c, d, n, b, cl, w, m, j)";
+constexpr int insert_columns = 15;
 
 const char trim_sql[] =
     "DELETE FROM querygate.history WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
@@ -101,7 +104,8 @@ void abort_after(const pg::PgError &e, const char *what)
 bool insert(std::vector<history_ring::Record> &batch)
 {
     for (history_ring::Record &r : batch)
-        for (char *s : {r.request_id, r.key, r.policy, r.query, r.code, r.client, r.masked})
+        for (char *s :
+             {r.request_id, r.key, r.policy, r.query, r.code, r.client, r.masked, r.params})
             make_valid(s);
     const int n = static_cast<int>(batch.size());
     bool saved = false;
@@ -109,7 +113,7 @@ bool insert(std::vector<history_ring::Record> &batch)
         pg::guard([&] {
             begin("querygate: saving the run history");
             if (table_exists()) {
-                Datum *cols[14];
+                Datum *cols[insert_columns];
                 for (Datum *&c : cols)
                     c = static_cast<Datum *>(palloc(sizeof(Datum) * n));
                 for (int i = 0; i < n; i++) {
@@ -128,14 +132,15 @@ bool insert(std::vector<history_ring::Record> &batch)
                     cols[11][i] = CStringGetTextDatum(r.client);
                     cols[12][i] = Int32GetDatum(r.worker);
                     cols[13][i] = CStringGetTextDatum(r.masked);
+                    cols[14][i] = CStringGetTextDatum(r.params);
                 }
                 // Each column's element type: int8, text or int4.
-                static const Oid types[14] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-                                              INT8OID, INT4OID, TEXTOID, INT8OID, INT8OID,
-                                              INT8OID, TEXTOID, INT4OID, TEXTOID};
-                Oid array_types[14];
-                Datum arrays[14];
-                for (int c = 0; c < 14; c++) {
+                static const Oid types[insert_columns] = {
+                    INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, INT4OID, TEXTOID,
+                    INT8OID, INT8OID, INT8OID, TEXTOID, INT4OID, TEXTOID, TEXTOID};
+                Oid array_types[insert_columns];
+                Datum arrays[insert_columns];
+                for (int c = 0; c < insert_columns; c++) {
                     int16 len;
                     bool byval;
                     char align;
@@ -146,8 +151,8 @@ bool insert(std::vector<history_ring::Record> &batch)
                 }
                 if (SPI_connect() != SPI_OK_CONNECT)
                     elog(ERROR, "querygate: SPI_connect failed");
-                if (SPI_execute_with_args(insert_sql, 14, array_types, arrays, nullptr, false, 0) !=
-                    SPI_OK_INSERT)
+                if (SPI_execute_with_args(insert_sql, insert_columns, array_types, arrays, nullptr,
+                                          false, 0) != SPI_OK_INSERT)
                     elog(ERROR, "querygate: could not insert into querygate.history");
                 SPI_finish();
                 saved = true;

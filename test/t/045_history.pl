@@ -5,7 +5,9 @@
 # run by a write helper once; querygate.stat_history and /metrics count what was written;
 # querygate.history_sample_rate = 0 keeps only errors and counts the rest as skipped; records still
 # in the ring at a clean stop are written before the server stops; old rows go after
-# querygate.history_retention; querygate.history = off records nothing.
+# querygate.history_retention; querygate.history = off records nothing. Parameters only for a policy
+# that keeps them (set_policy(history_params => true)), masked as strictly as the columns each one
+# meets: a parameter compared with a hashed column shows the very hash the answer shows.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -92,6 +94,55 @@ is($qg->sql(q{SELECT has_table_privilege('querygate_admin', 'querygate.history',
                  AND NOT has_table_privilege('querygate_admin', 'querygate.history', 'INSERT')
                  AND NOT has_table_privilege('public', 'querygate.history', 'SELECT')}),
 	't', 'querygate_admin may read the history, nobody else, and nobody may write it');
+
+# ---- parameters: only where the policy keeps them, masked by its rules
+is($qg->sql('SELECT count(*) FROM querygate.history WHERE params IS NOT NULL'), 0,
+	'a policy keeps no parameters unless it says so');
+$qg->sql(q{
+	SELECT querygate.save_query('hi_lookup',
+	    'SELECT id, email FROM hi_people WHERE id = :id AND email = :email AND name = :name');
+	SELECT querygate.save_query('hi_ratio', 'SELECT 10 / :d AS r');
+	SELECT querygate.save_query('hi_echo', 'SELECT length(CAST(:t AS text)) AS n');
+	SELECT querygate.save_query('hi_rename', 'UPDATE hi_people SET name = :name WHERE id = :id');
+	SELECT querygate.create_policy('hi_params', 'hi_reader');
+	SELECT querygate.mask('hi_params', 'public.hi_people.email', 'hash');
+	SELECT querygate.mask('hi_params', 'public.hi_people.name', 'mask');
+	SELECT querygate.set_policy('hi_params', mask_predicates => 'allow', history_params => true);
+	SELECT querygate.grant_writes('hi_params', '{update}');
+	SELECT querygate.grant_query('hi_params', q)
+	  FROM unnest(ARRAY['hi_lookup', 'hi_ratio', 'hi_echo', 'hi_rename']) q;
+});
+my $pkey = $qg->sql(q{SELECT querygate.create_key('hi_params_key', 'hi_params')});
+sub params_of
+{
+	my ($id) = @_;
+	return $qg->sql('SELECT coalesce(params::text, \'-\') FROM querygate.history WHERE request_id = '
+		  . QuerygateTest::sql_quote($id));
+}
+my $found = call('GET', '/q/hi_lookup?id=3&email=p3@example.com&name=p3', key => $pkey);
+is($found->{status}, 200, 'a call that keeps its parameters') or diag(QuerygateTest::describe($found));
+my $shown_hash = ref $found->{json} eq 'ARRAY' ? $found->{json}[0]{email} : '';
+like($shown_hash, qr/^[0-9a-f]{64}$/, 'the answer shows the email hashed');
+my $invalid = call('GET', '/q/hi_lookup?id=x&email=a&name=b', key => $pkey);
+is($invalid->{status}, 400, 'a parameter that is not of its type');
+my $failed = call('GET', '/q/hi_ratio?d=0', key => $pkey);
+is($failed->{status}, 500, 'a call that fails while it runs (division by zero)') or diag(QuerygateTest::describe($failed));
+my $renamed = call('POST', '/q/hi_rename', key => $pkey, json => { params => { id => 9, name => 'Nine' } });
+is($renamed->{status}, 200, 'a write that keeps its parameters (run by a write helper)')
+  or diag(QuerygateTest::describe($renamed));
+my $long = call('GET', '/q/hi_echo?t=' . ('x' x 1000), key => $pkey);
+is($long->{status}, 200, 'a call with a long parameter');
+ok(QuerygateTest::poll_until(sub { params_of($long->{id}) ne '' }), 'they are recorded');
+is(params_of($found->{id}), qq({"id": 3, "name": "p***", "email": "$shown_hash"}),
+	'each parameter masked as the column it meets: the hash the answer shows, mask, none');
+is(params_of($invalid->{id}), '-', 'parameters that were not read as their types are not kept');
+is(params_of($failed->{id}), '{"d": 0}', 'a call that failed while it ran keeps them');
+is(params_of($renamed->{id}), '{"id": 9, "name": "N***"}', 'a write: the value assigned to a masked column is masked');
+is(params_of($long->{id}), '{"...": true}', 'what does not fit its room is left out, and said so');
+$qg->sql(q{SELECT querygate.set_policy('hi_params', history_params => false)});
+my $after = call('GET', '/q/hi_echo?t=abc', key => $pkey);
+ok(QuerygateTest::poll_until(sub { params_of($after->{id}) ne '' }), 'a call after history_params is turned off');
+is(params_of($after->{id}), '-', 'keeps no parameters');
 
 # ---- the sample rate: errors are always kept
 my $before = history_count();
