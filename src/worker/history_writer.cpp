@@ -6,17 +6,24 @@
 #include "pg/pg_guard.hpp"
 
 extern "C" {
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "datatype/timestamp.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
+#include "nodes/makefuncs.h"
 #include "pgstat.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 }
 
 #include <cstring>
@@ -30,24 +37,6 @@ constexpr std::size_t batch_records = 1000;
 constexpr int batches_per_pass = 20; // at most 20,000 records a pass; the ring wakes it sooner
 constexpr long trim_batch = 10000;
 constexpr int trims_per_pass = 10;
-
-// Empty strings become NULL; times are Unix microseconds, durations microseconds.
-const char insert_sql[] =
-    "INSERT INTO querygate.history (at, request_id, key_name, policy, query, query_revision, "
-    "status, code, duration_ms, rows, bytes, client, worker, masked_columns, params) "
-    "SELECT pg_catalog.to_timestamp(a::pg_catalog.float8 OPERATOR(pg_catalog./) 1000000), r, "
-    "NULLIF(k, ''), NULLIF(p, ''), q, NULLIF(v, 0), s, "
-    "NULLIF(c, ''), d::pg_catalog.float8 OPERATOR(pg_catalog./) 1000, n, b, "
-    "NULLIF(cl, ''), w, CASE WHEN m OPERATOR(pg_catalog.=) '' THEN NULL "
-    "ELSE m::pg_catalog.jsonb END, "
-    "CASE WHEN j OPERATOR(pg_catalog.=) '' THEN NULL ELSE j::pg_catalog.jsonb END "
-    "FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3), "
-    "pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6), pg_catalog.unnest($7), "
-    "pg_catalog.unnest($8), pg_catalog.unnest($9), pg_catalog.unnest($10), "
-    "pg_catalog.unnest($11), pg_catalog.unnest($12), pg_catalog.unnest($13), "
-    "pg_catalog.unnest($14), pg_catalog.unnest($15)) "
-    "AS u(a, r, k, p, q, v, s, c, d, n, b, cl, w, m, j)";
-constexpr int insert_columns = 15;
 
 const char trim_sql[] =
     "DELETE FROM querygate.history WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
@@ -70,10 +59,10 @@ void make_valid(char *s)
 }
 
 // The history table, if the extension is installed in this database (it may not be yet).
-bool table_exists()
+Oid history_table()
 {
     const Oid nsp = get_namespace_oid("querygate", true);
-    return OidIsValid(nsp) && OidIsValid(get_relname_relid("history", nsp));
+    return OidIsValid(nsp) ? get_relname_relid("history", nsp) : InvalidOid;
 }
 
 void begin(const char *activity)
@@ -100,7 +89,79 @@ void abort_after(const pg::PgError &e, const char *what)
     });
 }
 
-// Inserts one batch; false when the table is not there or the insert failed (then logged).
+// The columns a record fills, by name: a column the table has and this list does not is NULL.
+enum Column {
+    col_at,
+    col_request_id,
+    col_key_name,
+    col_policy,
+    col_query,
+    col_query_revision,
+    col_status,
+    col_code,
+    col_duration_ms,
+    col_rows,
+    col_bytes,
+    col_client,
+    col_worker,
+    col_masked_columns,
+    col_params,
+    ncolumns
+};
+const char *const column_names[ncolumns] = {
+    "at",          "request_id", "key_name", "policy", "query",  "query_revision", "status", "code",
+    "duration_ms", "rows",       "bytes",    "client", "worker", "masked_columns", "params"};
+
+Datum text_or_null(const char *s, bool &isnull)
+{
+    isnull = s[0] == '\0';
+    return isnull ? Datum(0) : CStringGetTextDatum(s);
+}
+
+Datum jsonb_or_null(const char *s, bool &isnull)
+{
+    isnull = s[0] == '\0';
+    return isnull ? Datum(0) : DirectFunctionCall1(jsonb_in, CStringGetDatum(s));
+}
+
+// One record as the table's row, in the slot.
+void fill(TupleTableSlot *slot, const int *attnums, const history_ring::Record &r)
+{
+    ExecClearTuple(slot);
+    const int natts = slot->tts_tupleDescriptor->natts;
+    for (int i = 0; i < natts; i++)
+        slot->tts_isnull[i] = true;
+    Datum v[ncolumns];
+    bool null[ncolumns] = {};
+    v[col_at] = TimestampTzGetDatum(
+        r.at_us - static_cast<int64>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
+    v[col_request_id] = CStringGetTextDatum(r.request_id);
+    v[col_key_name] = text_or_null(r.key, null[col_key_name]);
+    v[col_policy] = text_or_null(r.policy, null[col_policy]);
+    v[col_query] = CStringGetTextDatum(r.query);
+    null[col_query_revision] = r.revision == 0;
+    v[col_query_revision] = Int64GetDatum(r.revision);
+    v[col_status] = Int16GetDatum(static_cast<int16>(r.status));
+    v[col_code] = text_or_null(r.code, null[col_code]);
+    v[col_duration_ms] = Float8GetDatum(static_cast<double>(r.duration_us) / 1000.0);
+    v[col_rows] = Int64GetDatum(static_cast<int64>(r.rows));
+    v[col_bytes] = Int64GetDatum(static_cast<int64>(r.bytes));
+    v[col_client] = text_or_null(r.client, null[col_client]);
+    v[col_worker] = Int32GetDatum(r.worker);
+    v[col_masked_columns] = jsonb_or_null(r.masked, null[col_masked_columns]);
+    v[col_params] = jsonb_or_null(r.params, null[col_params]);
+    for (int c = 0; c < ncolumns; c++)
+        if (attnums[c] > 0) {
+            slot->tts_values[attnums[c] - 1] = v[c];
+            slot->tts_isnull[attnums[c] - 1] = null[c];
+        }
+    ExecStoreVirtualTuple(slot);
+}
+
+// Inserts one batch; false when the table is not there or the insert failed (then logged). As
+// COPY FROM does, with no statement to parse, plan or execute: the rows are formed from the
+// records and inserted together (one WAL record per page), then their index entries. The table
+// is querygate's own: no trigger, rule or row-level security of anyone else's applies to it.
 bool insert(std::vector<history_ring::Record> &batch)
 {
     for (history_ring::Record &r : batch)
@@ -112,49 +173,38 @@ bool insert(std::vector<history_ring::Record> &batch)
     try {
         pg::guard([&] {
             begin("querygate: saving the run history");
-            if (table_exists()) {
-                Datum *cols[insert_columns];
-                for (Datum *&c : cols)
-                    c = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+            const Oid relid = history_table();
+            if (OidIsValid(relid)) {
+                Relation rel = table_open(relid, RowExclusiveLock);
+                int attnums[ncolumns];
+                for (int c = 0; c < ncolumns; c++)
+                    attnums[c] = get_attnum(relid, column_names[c]);
+                ResultRelInfo *info = makeNode(ResultRelInfo);
+                InitResultRelInfo(info, rel, 1, nullptr, 0);
+                EState *estate = CreateExecutorState();
+                ExecOpenIndices(info, false);
+                // Slots over a copy of the descriptor, which is not reference-counted: a thousand
+                // slots over the relation's own would each remember it in the resource owner.
+                TupleDesc desc = CreateTupleDescCopy(RelationGetDescr(rel));
+                TupleTableSlot **slots =
+                    static_cast<TupleTableSlot **>(palloc(sizeof(TupleTableSlot *) * n));
                 for (int i = 0; i < n; i++) {
-                    const history_ring::Record &r = batch[i];
-                    cols[0][i] = Int64GetDatum(r.at_us);
-                    cols[1][i] = CStringGetTextDatum(r.request_id);
-                    cols[2][i] = CStringGetTextDatum(r.key);
-                    cols[3][i] = CStringGetTextDatum(r.policy);
-                    cols[4][i] = CStringGetTextDatum(r.query);
-                    cols[5][i] = Int64GetDatum(r.revision);
-                    cols[6][i] = Int32GetDatum(r.status);
-                    cols[7][i] = CStringGetTextDatum(r.code);
-                    cols[8][i] = Int64GetDatum(r.duration_us);
-                    cols[9][i] = Int64GetDatum(static_cast<int64>(r.rows));
-                    cols[10][i] = Int64GetDatum(static_cast<int64>(r.bytes));
-                    cols[11][i] = CStringGetTextDatum(r.client);
-                    cols[12][i] = Int32GetDatum(r.worker);
-                    cols[13][i] = CStringGetTextDatum(r.masked);
-                    cols[14][i] = CStringGetTextDatum(r.params);
+                    slots[i] = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+                    fill(slots[i], attnums, batch[i]);
                 }
-                // Each column's element type: int8, text or int4.
-                static const Oid types[insert_columns] = {
-                    INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, INT4OID, TEXTOID,
-                    INT8OID, INT8OID, INT8OID, TEXTOID, INT4OID, TEXTOID, TEXTOID};
-                Oid array_types[insert_columns];
-                Datum arrays[insert_columns];
-                for (int c = 0; c < insert_columns; c++) {
-                    int16 len;
-                    bool byval;
-                    char align;
-                    get_typlenbyvalalign(types[c], &len, &byval, &align);
-                    arrays[c] =
-                        PointerGetDatum(construct_array(cols[c], n, types[c], len, byval, align));
-                    array_types[c] = get_array_type(types[c]);
+                BulkInsertState bulk = GetBulkInsertState();
+                table_multi_insert(rel, slots, n, GetCurrentCommandId(true), 0, bulk);
+                for (int i = 0; i < n; i++) {
+                    if (info->ri_NumIndices > 0)
+                        (void)ExecInsertIndexTuples(info, slots[i], estate, false, false, nullptr,
+                                                    NIL);
+                    ExecDropSingleTupleTableSlot(slots[i]);
                 }
-                if (SPI_connect() != SPI_OK_CONNECT)
-                    elog(ERROR, "querygate: SPI_connect failed");
-                if (SPI_execute_with_args(insert_sql, insert_columns, array_types, arrays, nullptr,
-                                          false, 0) != SPI_OK_INSERT)
-                    elog(ERROR, "querygate: could not insert into querygate.history");
-                SPI_finish();
+                FreeBulkInsertState(bulk);
+                ExecCloseIndices(info);
+                FreeExecutorState(estate);
+                pgstat_count_heap_insert(rel, n);
+                table_close(rel, NoLock);
                 saved = true;
             }
             commit();
@@ -193,7 +243,7 @@ void trim()
         try {
             pg::guard([&] {
                 begin("querygate: removing old run history");
-                if (table_exists()) {
+                if (OidIsValid(history_table())) {
                     if (SPI_connect() != SPI_OK_CONNECT)
                         elog(ERROR, "querygate: SPI_connect failed");
                     Oid types[2] = {FLOAT8OID, INT8OID};
