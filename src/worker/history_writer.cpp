@@ -38,10 +38,15 @@ constexpr int batches_per_pass = 20; // at most 20,000 records a pass; the ring 
 constexpr long trim_batch = 10000;
 constexpr int trims_per_pass = 10;
 
+// In the order of the time index, so that finding nothing to remove costs one descent of it: the
+// writer saves no record while this runs, and a scan of the whole table (what the planner picks
+// for "at < $1 LIMIT $2" on a table it has no statistics of) stalled it for seconds, long enough
+// for a full ring to drop records.
 const char trim_sql[] =
     "DELETE FROM querygate.history WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
     "SELECT ctid FROM querygate.history WHERE at OPERATOR(pg_catalog.<) (pg_catalog.now() "
-    "OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1)) LIMIT $2))";
+    "OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1)) "
+    "ORDER BY at USING OPERATOR(pg_catalog.<) LIMIT $2))";
 
 // The database's encoding may not hold what a caller put in a URL (the query's name), and a
 // name cut at its room may end inside a character: what is not valid becomes '?', so that no
