@@ -45,21 +45,6 @@ Slot *slots = nullptr;
 uint64 capacity = 0;
 uint64 sample_state = 0; // this process's xorshift, for querygate.history_sample_rate
 
-void copy(char *to, std::size_t size, std::string_view from)
-{
-    const std::size_t n = std::min(from.size(), size - 1);
-    if (n > 0) // an empty view may have no data at all
-        std::memcpy(to, from.data(), n);
-    to[n] = '\0';
-}
-
-// The masked list and the parameters are JSON, made to fit by their maker (masked_room,
-// params_room): one that does not is left out rather than cut into something that is not JSON.
-void copy_json(char *to, std::size_t size, std::string_view from)
-{
-    copy(to, size, from.size() < size ? from : std::string_view());
-}
-
 bool sampled_out(int status)
 {
     const double rate = settings::history_sample_rate;
@@ -73,13 +58,21 @@ bool sampled_out(int status)
     return static_cast<double>(sample_state >> 11) * 0x1.0p-53 >= rate;
 }
 
-int64 unix_now_us()
+} // namespace
+
+template <std::size_t Room> void Text<Room>::set(std::string_view from) noexcept
 {
-    return GetCurrentTimestamp() +
-           static_cast<int64>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+    const std::size_t n = std::min(from.size(), Room - 1);
+    if (n > 0) // an empty view may have no data at all
+        std::memcpy(data, from.data(), n);
+    data[n] = '\0';
+    len = static_cast<uint16>(n);
 }
 
-} // namespace
+template <std::size_t Room> void Text<Room>::set_whole(std::string_view from) noexcept
+{
+    set(from.size() < Room ? from : std::string_view());
+}
 
 std::size_t shmem_size()
 {
@@ -129,20 +122,21 @@ void put(const CallRecord &call, int worker) noexcept
 
     Record &r = slots[pos % capacity].record;
     r.duration_us = call.duration_us;
-    r.at_us = unix_now_us() - call.duration_us;
+    r.at = GetCurrentTimestamp() - call.duration_us;
     r.revision = call.revision;
     r.rows = call.rows;
     r.bytes = call.bytes;
     r.status = call.status;
     r.worker = worker;
-    copy(r.request_id, sizeof(r.request_id), call.request_id);
-    copy(r.key, sizeof(r.key), call.key);
-    copy(r.policy, sizeof(r.policy), call.policy);
-    copy(r.query, sizeof(r.query), call.query);
-    copy(r.code, sizeof(r.code), call.code);
-    copy(r.client, sizeof(r.client), call.client);
-    copy_json(r.masked, sizeof(r.masked), call.masked);
-    copy_json(r.params, sizeof(r.params), call.params);
+    r.request_id.set(call.request_id);
+    r.key.set(call.key);
+    r.policy.set(call.policy);
+    r.query.set(call.query);
+    r.code.set(call.code);
+    r.client.set(call.client);
+    // Made to fit by their maker (masked_room, params_room).
+    r.masked.set_whole(call.masked);
+    r.params.set_whole(call.params);
     pg_write_barrier(); // the record before its flag
     pg_atomic_write_u32(&slots[pos % capacity].ready, 1);
 
@@ -160,31 +154,43 @@ void register_writer()
         pg_atomic_write_u32(&shared->writer_procno, static_cast<uint32>(MyProc->pgprocno));
 }
 
-void take(std::vector<Record> &out, std::size_t most)
+Record &Taken::operator[](std::size_t i) const
 {
-    out.clear();
+    return slots[(first_ + i) % capacity].record;
+}
+
+Taken take(std::size_t most)
+{
+    Taken taken;
     if (shared == nullptr)
-        return;
-    out.reserve(most);
+        return taken;
     pg_atomic_write_u32(&shared->woken, 0);
     SpinLockAcquire(&shared->mutex);
     const uint64 tail = shared->tail;
     const uint64 head = shared->head;
     SpinLockRelease(&shared->mutex);
     uint64 pos = tail;
-    // In order: a slot reserved but not yet filled stops the copy until the next pass.
-    for (; pos < head && out.size() < most; pos++) {
-        Slot &slot = slots[pos % capacity];
-        if (pg_atomic_read_u32(&slot.ready) != 1)
+    // In order: a slot reserved but not yet filled stops the batch until the next pass.
+    for (; pos < head && pos - tail < most; pos++)
+        if (pg_atomic_read_u32(&slots[pos % capacity].ready) != 1)
             break;
-        pg_read_barrier(); // the flag before the record
-        out.push_back(slot.record);
-        pg_atomic_write_u32(&slot.ready, 0);
-    }
-    pg_memory_barrier(); // every slot freed before a producer may reserve it again
+    pg_read_barrier(); // the flags before the records
+    taken.first_ = tail;
+    taken.end_ = pos;
+    return taken;
+}
+
+void release(Taken &taken)
+{
+    if (shared == nullptr || taken.empty())
+        return;
+    for (uint64 pos = taken.first_; pos < taken.end_; pos++)
+        pg_atomic_write_u32(&slots[pos % capacity].ready, 0);
+    pg_memory_barrier(); // every slot read and freed before a producer may reserve it again
     SpinLockAcquire(&shared->mutex);
-    shared->tail = pos;
+    shared->tail = taken.end_;
     SpinLockRelease(&shared->mutex);
+    taken.first_ = taken.end_;
 }
 
 void saved(std::size_t n)

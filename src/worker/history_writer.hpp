@@ -1,6 +1,6 @@
 // The writer process's part of the run history: records taken from the shared ring
-// (call/history_ring.hpp) are inserted into querygate.history in batches, one INSERT of unnest()ed
-// arrays per batch of up to a thousand, each batch in a transaction of its own outside any call's;
+// (call/history_ring.hpp) are inserted into querygate.history in batches of up to a thousand, as
+// COPY FROM inserts rows, each batch in a transaction of its own outside any call's;
 // and records older than querygate.history_retention are removed in batches once a minute.
 // Called by the writer (state_writer.cpp) with no transaction open; errors are caught, logged and
 // counted (a batch that cannot be saved is counted as dropped, never retried forever).
