@@ -179,7 +179,7 @@ void fill(TupleTableSlot *slot, const int *attnums, const history_ring::Record &
 // COPY FROM does, with no statement to parse, plan or execute: the rows are formed from the
 // records and inserted together (one WAL record per page), then their index entries. The table
 // is querygate's own: no trigger, rule or row-level security of anyone else's applies to it.
-bool insert(const history_ring::Taken &batch)
+bool insert(history_ring::Taken &batch)
 {
     const int n = static_cast<int>(batch.size());
     for (int i = 0; i < n; i++) {
@@ -222,6 +222,10 @@ bool insert(const history_ring::Taken &batch)
                     slots[i] = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
                     fill(slots[i], attnums, batch[i]);
                 }
+                // The rows hold copies of everything: the slots are free for the workers while
+                // the rows are inserted, and a writer that dies before its commit loses the batch
+                // rather than saving it twice when it starts again.
+                history_ring::release(batch);
                 BulkInsertState bulk = GetBulkInsertState();
                 table_multi_insert(rel, slots, n, GetCurrentCommandId(true), 0, bulk);
                 for (int i = 0; i < n; i++) {
@@ -258,8 +262,8 @@ void save(bool all)
         if (batch.empty())
             return;
         const std::size_t n = batch.size();
-        const bool saved = insert(batch); // catches every error: the slots are always given back
-        history_ring::release(batch);
+        const bool saved = insert(batch); // catches every error
+        history_ring::release(batch);     // if insert() did not get as far
         if (saved)
             history_ring::saved(n);
         else
