@@ -54,7 +54,7 @@ void load_quota(const limit_table::Subject &who, int64 &period_start_us, int64 &
 
 } // namespace
 
-ApiError charge_caller(const Caller &caller, LimitReport &report, std::string &hold)
+ApiError charge_caller(const Caller &caller, LimitReport &report, LimitHold &hold)
 {
     limit_table::Subject who;
     rate_limits::Limits limits;
@@ -83,7 +83,7 @@ ApiError charge_address(const std::string &address, LimitReport &report)
     rate_limits::Limits limits;
     limits.rate_per_second = settings::anonymous_rate;
     limits.burst = settings::anonymous_burst;
-    std::string hold;
+    LimitHold hold;
     ApiError refused = limit_table::admit(who, limits, unix_now_us(), report, hold, nullptr);
     limit_table::release(hold); // nothing runs for such a call: nothing stays in flight
     return refused;

@@ -14,7 +14,7 @@
 // An accepted caller's call, inside the call's transaction (the first call of a caller with a
 // quota reads its saved count). A 429 error when over a limit; else the hold to release when
 // the call ends (empty when the caller has no limits). May throw pg::PgError.
-ApiError charge_caller(const Caller &caller, LimitReport &report, std::string &hold);
+ApiError charge_caller(const Caller &caller, LimitReport &report, LimitHold &hold);
 
 // A call with no valid credentials from `address`, under querygate.anonymous_rate_limit: a 429
 // error when over it (none when the limit is off). Needs no transaction.

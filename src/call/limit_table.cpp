@@ -53,7 +53,7 @@ struct Shared {
 const char tranche[] = "querygate limits";
 Shared *shared = nullptr;
 HTAB *table = nullptr;
-std::vector<EntryKey> *held = nullptr; // this process's holds not yet given back
+std::vector<uintptr_t> *held = nullptr; // this process's holds not yet given back
 bool exit_registered = false;
 
 EntryKey key_of(const Subject &who)
@@ -69,11 +69,6 @@ EntryKey key_of(const Subject &who)
     return k;
 }
 
-Hold hold_of(const EntryKey &k)
-{
-    return Hold(reinterpret_cast<const char *>(&k), sizeof(k));
-}
-
 // Forgets every entry that is as good as new. Under the lock, exclusively.
 void forget_idle(int64 now_us)
 {
@@ -86,7 +81,12 @@ void forget_idle(int64 now_us)
                                  rate_limits::full(e->bucket, e->rate, e->capacity, now_us);
         const bool quota_kept =
             !e->quota_loaded || (e->used == e->written_used && e->period_start == e->written_start);
-        if (e->in_flight == 0 && bucket_idle && quota_kept)
+        // Read under the entry's lock: release() gives a hold back under that lock alone, and
+        // touches the entry no more once it has let go of it.
+        SpinLockAcquire(&e->mutex);
+        const int32 in_flight = e->in_flight;
+        SpinLockRelease(&e->mutex);
+        if (in_flight == 0 && bucket_idle && quota_kept)
             (void)hash_search(table, &e->key, HASH_REMOVE, nullptr);
     }
 }
@@ -121,7 +121,8 @@ void give_back_all(int, Datum)
     if (held == nullptr)
         return;
     while (!held->empty()) {
-        Hold h = hold_of(held->back());
+        Hold h;
+        h.entry = held->back();
         release(h);
     }
 }
@@ -163,16 +164,15 @@ void shmem_init()
 ApiError admit(const Subject &who, const rate_limits::Limits &limits, int64 now_us,
                LimitReport &report, Hold &hold, const LoadQuota &load)
 {
-    hold.clear();
+    hold = Hold();
     if (!limits.any() || table == nullptr)
         return ApiError();
     const EntryKey key = key_of(who);
     const bool quota = limits.quota > 0;
     // Everything that allocates or registers comes before anything is counted: once a call is
     // counted in flight, nothing may fail before its hold is handed back.
-    Hold prepared = hold_of(key);
     if (held == nullptr)
-        held = new std::vector<EntryKey>();
+        held = new std::vector<uintptr_t>();
     held->reserve(held->size() + 1);
     if (!exit_registered) {
         pg::guard([] { on_shmem_exit(give_back_all, 0); });
@@ -282,34 +282,29 @@ ApiError admit(const Subject &who, const rate_limits::Limits &limits, int64 now_
     case admitted:
         break;
     }
-    held->push_back(key); // reserved above: cannot throw
-    hold.swap(prepared);
+    hold.entry = reinterpret_cast<uintptr_t>(e);
+    held->push_back(hold.entry); // reserved above: cannot throw
     return ApiError();
 }
 
 void release(Hold &hold) noexcept
 {
-    if (hold.size() != sizeof(EntryKey) || table == nullptr) {
-        hold.clear();
+    if (!hold.held() || table == nullptr) {
+        hold = Hold();
         return;
     }
-    EntryKey key;
-    std::memcpy(&key, hold.data(), sizeof(key));
-    hold.clear();
+    Entry *e = reinterpret_cast<Entry *>(hold.entry);
     if (held != nullptr)
         for (auto it = held->begin(); it != held->end(); ++it)
-            if (std::memcmp(&*it, &key, sizeof(key)) == 0) {
+            if (*it == hold.entry) {
                 held->erase(it);
                 break;
             }
-    LWLockAcquire(shared->lock, LW_SHARED);
-    if (Entry *e = static_cast<Entry *>(hash_search(table, &key, HASH_FIND, nullptr))) {
-        SpinLockAcquire(&e->mutex);
-        if (e->in_flight > 0)
-            e->in_flight--;
-        SpinLockRelease(&e->mutex);
-    }
-    LWLockRelease(shared->lock);
+    hold = Hold();
+    SpinLockAcquire(&e->mutex);
+    if (e->in_flight > 0)
+        e->in_flight--;
+    SpinLockRelease(&e->mutex);
 }
 
 std::vector<QuotaCount> unwritten_quotas()

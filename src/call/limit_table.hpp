@@ -3,7 +3,8 @@
 //
 // One entry per caller that has a limit: a key (by its catalog id), a policy (bearer tokens, by
 // name) or a client address (calls without valid credentials). Lookups take the table's lock
-// shared and the entry's spinlock; only a new entry takes the lock exclusively. The table holds
+// shared and the entry's spinlock; only a new entry takes the lock exclusively; a call that ends
+// takes the entry's spinlock alone. The table holds
 // querygate.limit_entries entries (a restart sizes it); when it is full, entries whose state is
 // as good as new (a full bucket, nothing in flight, no quota count that is not in the catalog) are
 // forgotten, and if none is, the call is refused (429 rate_limited) rather than counted nowhere.
@@ -35,8 +36,10 @@ struct Subject {
     std::string_view name; // Kind::policy: its name; Kind::address: the address
 };
 
-// A call's place in its caller's in-flight count, given back by release (opaque; empty: none).
-using Hold = std::string;
+// A call's place in its caller's in-flight count, given back by release: the entry itself, which
+// stays where it is while a hold is counted in it (only an entry with nothing in flight is ever
+// forgotten), so giving it back looks nothing up.
+using Hold = LimitHold;
 
 // Reads a quota count kept in the catalog: the start of its period (Unix microseconds; 0 when
 // none is kept) and the calls counted in it. May throw pg::PgError.

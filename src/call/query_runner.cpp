@@ -624,7 +624,7 @@ void QueryRunner::record(const CallRecord &call) noexcept
     history_ring::put(call, worker_load::mine() + 1);
 }
 
-void QueryRunner::release(std::string &hold)
+void QueryRunner::release(LimitHold &hold)
 {
     limit_table::release(hold);
 }

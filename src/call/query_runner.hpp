@@ -35,7 +35,7 @@ class QueryRunner {
     // A call answered, for querygate.history (call/history_ring.hpp): never waits, never throws.
     void record(const CallRecord &call) noexcept;
     // A call handed to a helper has ended: it leaves its caller's in-flight count.
-    void release(std::string &hold);
+    void release(LimitHold &hold);
     // A call with no credentials at all from `address`: a 429 error when over
     // querygate.anonymous_rate_limit (call/call_limits.hpp), else none.
     ApiError limit_anonymous(const std::string &address, LimitReport &report);

@@ -4,6 +4,7 @@
 
 #include "common/api_error.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,13 @@ struct LimitReport {
     long long remaining = 0;
     long long reset_seconds = 0;
     long long retry_after_seconds = 0; // only on a refusal: at least 1
+};
+
+// A call's place in its caller's in-flight count (call/limit_table.hpp), given back when the call
+// ends; opaque to everyone else. Plain data: taking and giving back one allocates nothing.
+struct LimitHold {
+    std::uintptr_t entry = 0; // 0: none held
+    bool held() const { return entry != 0; }
 };
 
 struct CallRequest {
@@ -60,5 +68,5 @@ struct CallResult {
     // its caller's in-flight count, which a call handed to a helper keeps until its answer
     // (QueryRunner::release; empty when none is held).
     LimitReport limits;
-    std::string limit_hold;
+    LimitHold limit_hold;
 };

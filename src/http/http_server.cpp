@@ -186,6 +186,7 @@ struct HttpServer::Callbacks {
                 return MHD_YES;
             }
             HttpResponse resp;
+            resp.headers.reserve(8); // a call's: its paging, its request id, its limits
             self->answered_++;
             if (state->too_many_args)
                 self->refusal_(state->request, 414, resp);

@@ -98,7 +98,7 @@ class RequestHandler {
         std::string request_id;
         Logged logged;
         LimitReport limits;
-        std::string limit_hold; // its place in its caller's in-flight count
+        LimitHold limit_hold; // its place in its caller's in-flight count
     };
 
     QueryRunner &runner_;

@@ -156,9 +156,9 @@ void define_reloadable()
                              &history_sample_rate, 1.0, 0.0, 1.0, PGC_SIGHUP, 0, nullptr, nullptr,
                              nullptr);
     DefineCustomIntVariable("querygate.history_retention",
-                            "How long querygate.history keeps a record; 0 keeps them all.",
-                            "The writer removes older records in batches once a minute (or twice "
-                            "per retention, when shorter).",
+                            "How long querygate.history keeps a record at least; 0 keeps them all.",
+                            "The writer drops the partitions (a day each; an hour under a day's "
+                            "retention, a minute under an hour's) older than this once a minute.",
                             &history_retention, 7 * 24 * 3600, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_S,
                             nullptr, nullptr, nullptr);
     DefineCustomIntVariable("querygate.history_flush_interval",

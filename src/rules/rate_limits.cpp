@@ -1,6 +1,8 @@
 // The arithmetic of rate limits and quotas: see rate_limits.hpp.
 #include "rules/rate_limits.hpp"
 
+#include "common/civil_date.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -10,36 +12,6 @@ namespace {
 
 constexpr std::int64_t us_per_second = 1000000;
 constexpr std::int64_t us_per_day = 86400 * us_per_second;
-
-// Days since 1970-01-01 of a civil date, and back (Howard Hinnant's algorithms, proleptic
-// Gregorian): months have no fixed length, so the month's bounds are computed from the date.
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-    const unsigned yoe = static_cast<unsigned>(y - era * 400);
-    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
-void civil_from_days(std::int64_t z, std::int64_t &y, unsigned &m)
-{
-    z += 719468;
-    const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    const unsigned doe = static_cast<unsigned>(z - era * 146097);
-    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    const unsigned mp = (5 * doy + 2) / 153;
-    m = mp < 10 ? mp + 3 : mp - 9;
-    y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2);
-}
-
-std::int64_t floor_div(std::int64_t a, std::int64_t b)
-{
-    std::int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
 
 } // namespace
 
@@ -110,13 +82,11 @@ bool full(const Bucket &bucket, double rate_per_second, long capacity, std::int6
 
 std::int64_t period_start(Period period, std::int64_t unix_us)
 {
-    const std::int64_t day = floor_div(unix_us, us_per_day);
+    const std::int64_t day = civil_date::floor_div(unix_us, us_per_day);
     if (period == Period::day)
         return day * us_per_day;
-    std::int64_t y;
-    unsigned m;
-    civil_from_days(day, y, m);
-    return days_from_civil(y, m, 1) * us_per_day;
+    const civil_date::Date date = civil_date::civil_from_days(day);
+    return civil_date::days_from_civil(date.year, date.month, 1) * us_per_day;
 }
 
 std::int64_t period_end(Period period, std::int64_t unix_us)
@@ -124,10 +94,12 @@ std::int64_t period_end(Period period, std::int64_t unix_us)
     const std::int64_t start = period_start(period, unix_us);
     if (period == Period::day)
         return start + us_per_day;
-    std::int64_t y;
-    unsigned m;
-    civil_from_days(floor_div(start, us_per_day), y, m);
-    return days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) * us_per_day;
+    const civil_date::Date date =
+        civil_date::civil_from_days(civil_date::floor_div(start, us_per_day));
+    const bool december = date.month == 12;
+    return civil_date::days_from_civil(december ? date.year + 1 : date.year,
+                                       december ? 1 : date.month + 1, 1) *
+           us_per_day;
 }
 
 long long seconds_up(std::int64_t us)

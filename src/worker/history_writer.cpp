@@ -4,6 +4,7 @@
 #include "call/history_ring.hpp"
 #include "common/settings.hpp"
 #include "pg/pg_guard.hpp"
+#include "rules/history_retention.hpp"
 
 extern "C" {
 #include "access/heapam.h"
@@ -11,23 +12,34 @@ extern "C" {
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaddress.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "datatype/timestamp.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
 #include "nodes/makefuncs.h"
+#include "partitioning/partbounds.h"
+#include "partitioning/partdesc.h"
 #include "pgstat.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 }
 
+#include <cstdio>
 #include <cstring>
-#include <vector>
 
 namespace history_writer {
 
@@ -35,8 +47,6 @@ namespace {
 
 constexpr std::size_t batch_records = 1000;
 constexpr int batches_per_pass = 20; // at most 20,000 records a pass; the ring wakes it sooner
-constexpr long trim_batch = 10000;
-constexpr int trims_per_pass = 10;
 
 // What a batch's rows are formed in: kept from one batch to the next rather than given back to
 // the system and faulted in again each time (an eighth of the writer's time went to that). Its
@@ -44,16 +54,6 @@ constexpr int trims_per_pass = 10;
 // after it.
 constexpr Size batch_memory_size = 4 * 1024 * 1024;
 MemoryContext batch_memory = nullptr;
-
-// In the order of the time index, so that finding nothing to remove costs one descent of it: the
-// writer saves no record while this runs, and a scan of the whole table (what the planner picks
-// for "at < $1 LIMIT $2" on a table it has no statistics of) stalled it for seconds, long enough
-// for a full ring to drop records.
-const char trim_sql[] =
-    "DELETE FROM querygate.history WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-    "SELECT ctid FROM querygate.history WHERE at OPERATOR(pg_catalog.<) (pg_catalog.now() "
-    "OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1)) "
-    "ORDER BY at USING OPERATOR(pg_catalog.<) LIMIT $2))";
 
 // The database's encoding may not hold what a caller put in a URL (the query's name), and a
 // name cut at its room may end inside a character: what is not valid becomes '?', so that no
@@ -142,15 +142,19 @@ template <std::size_t Room> Datum jsonb_or_null(const history_ring::Text<Room> &
     return isnull ? Datum(0) : DirectFunctionCall1(jsonb_in, CStringGetDatum(text.data));
 }
 
-// One record as the table's row, in the slot.
-void fill(TupleTableSlot *slot, const int *attnums, const history_ring::Record &r)
-{
-    ExecClearTuple(slot);
-    const int natts = slot->tts_tupleDescriptor->natts;
-    for (int i = 0; i < natts; i++)
-        slot->tts_isnull[i] = true;
+// One record's values, by column, copied out of the ring.
+struct Row {
     Datum v[ncolumns];
-    bool null[ncolumns] = {};
+    bool null[ncolumns];
+    TimestampTz at() const { return DatumGetTimestampTz(v[col_at]); }
+};
+
+void form(Row &row, const history_ring::Record &r)
+{
+    Datum *v = row.v;
+    bool *null = row.null;
+    for (int c = 0; c < ncolumns; c++)
+        null[c] = false;
     v[col_at] = TimestampTzGetDatum(r.at);
     v[col_request_id] = text_of(r.request_id);
     v[col_key_name] = text_or_null(r.key, null[col_key_name]);
@@ -167,18 +171,192 @@ void fill(TupleTableSlot *slot, const int *attnums, const history_ring::Record &
     v[col_worker] = Int32GetDatum(r.worker);
     v[col_masked_columns] = jsonb_or_null(r.masked, null[col_masked_columns]);
     v[col_params] = jsonb_or_null(r.params, null[col_params]);
-    for (int c = 0; c < ncolumns; c++)
-        if (attnums[c] > 0) {
-            slot->tts_values[attnums[c] - 1] = v[c];
-            slot->tts_isnull[attnums[c] - 1] = null[c];
-        }
-    ExecStoreVirtualTuple(slot);
 }
 
-// Inserts one batch; false when the table is not there or the insert failed (then logged). As
-// COPY FROM does, with no statement to parse, plan or execute: the rows are formed from the
-// records and inserted together (one WAL record per page), then their index entries. The table
-// is querygate's own: no trigger, rule or row-level security of anyone else's applies to it.
+// Inserts rows into one relation (a partition of querygate.history), as COPY FROM does, with no
+// statement to parse, plan or execute: the rows are inserted together (one WAL record per page),
+// then their index entries, if an administrator has made any. Columns are found by name: a
+// partition's may be numbered differently from its parent's, and a column the relation has and
+// the row does not fill is NULL. The table is querygate's own: no trigger, rule or row-level
+// security of anyone else's applies to it.
+void insert_rows(Oid relid, const Row *rows, int n)
+{
+    Relation rel = table_open(relid, RowExclusiveLock);
+    int attnums[ncolumns];
+    for (int c = 0; c < ncolumns; c++)
+        attnums[c] = get_attnum(relid, column_names[c]);
+    ResultRelInfo *info = makeNode(ResultRelInfo);
+    InitResultRelInfo(info, rel, 1, nullptr, 0);
+    EState *estate = CreateExecutorState();
+    ExecOpenIndices(info, false);
+    // Slots over a copy of the descriptor, which is not reference-counted: a thousand slots over
+    // the relation's own would each remember it in the resource owner.
+    TupleDesc desc = CreateTupleDescCopy(RelationGetDescr(rel));
+    TupleTableSlot **slots = static_cast<TupleTableSlot **>(palloc(sizeof(TupleTableSlot *) * n));
+    for (int i = 0; i < n; i++) {
+        TupleTableSlot *slot = slots[i] = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+        ExecClearTuple(slot);
+        for (int a = 0; a < desc->natts; a++)
+            slot->tts_isnull[a] = true;
+        for (int c = 0; c < ncolumns; c++)
+            if (attnums[c] > 0) {
+                slot->tts_values[attnums[c] - 1] = rows[i].v[c];
+                slot->tts_isnull[attnums[c] - 1] = rows[i].null[c];
+            }
+        ExecStoreVirtualTuple(slot);
+    }
+    BulkInsertState bulk = GetBulkInsertState();
+    table_multi_insert(rel, slots, n, GetCurrentCommandId(true), 0, bulk);
+    for (int i = 0; i < n; i++) {
+        if (info->ri_NumIndices > 0)
+            (void)ExecInsertIndexTuples(info, slots[i], estate, false, false, nullptr, NIL);
+        ExecDropSingleTupleTableSlot(slots[i]);
+    }
+    FreeBulkInsertState(bulk);
+    ExecCloseIndices(info);
+    FreeExecutorState(estate);
+    pgstat_count_heap_insert(rel, n);
+    table_close(rel, NoLock);
+}
+
+// ---- partitions (rules/history_retention.hpp)
+
+// Where a time goes in querygate.history: the partition that holds it (relid), with its range;
+// or, relid invalid, the free gap between two partitions (or beyond the last) that it is in.
+struct Place {
+    Oid relid = InvalidOid;
+    int64 lower = history_retention::unbounded_below;
+    int64 upper = history_retention::unbounded_above;
+};
+
+// Whether querygate.history has the shape the writer keeps: partitioned by range of `at` (an
+// administrator could have replaced it; then each batch fails with a clear error).
+bool by_time(Relation parent)
+{
+    if (parent->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+        return false;
+    PartitionKey key = RelationGetPartitionKey(parent);
+    return key->strategy == PARTITION_STRATEGY_RANGE && key->partnatts == 1 &&
+           key->parttypid[0] == TIMESTAMPTZOID;
+}
+
+// The parent's range bounds and partitions; nullptr when it has none (or not that shape).
+PartitionBoundInfo range_bounds(Relation parent, PartitionDesc &desc)
+{
+    desc = nullptr;
+    if (!by_time(parent))
+        return nullptr;
+    desc = RelationGetPartitionDesc(parent, true);
+    return desc->nparts > 0 ? desc->boundinfo : nullptr;
+}
+
+// The value of range bound i, or `none` when there is none there or it is MINVALUE/MAXVALUE.
+int64 bound_at(PartitionBoundInfo b, int i, int64 none)
+{
+    return i >= 0 && i < b->ndatums && b->kind[i][0] == PARTITION_RANGE_DATUM_VALUE
+               ? DatumGetTimestampTz(b->datums[i][0])
+               : none;
+}
+
+// Where `at` goes, found as tuple routing finds it: the greatest bound not above it, and the
+// partition (if any) whose upper bound is the next one. Under a lock on the parent.
+Place place_of(Relation parent, TimestampTz at)
+{
+    Place place;
+    PartitionDesc desc = nullptr;
+    PartitionBoundInfo b = range_bounds(parent, desc);
+    if (b == nullptr)
+        return place;
+    PartitionKey key = RelationGetPartitionKey(parent);
+    Datum value = TimestampTzGetDatum(at);
+    bool equal = false;
+    const int offset =
+        partition_range_datum_bsearch(key->partsupfunc, key->partcollation, b, 1, &value, &equal);
+    place.lower = bound_at(b, offset, history_retention::unbounded_below);
+    place.upper = bound_at(b, offset + 1, history_retention::unbounded_above);
+    const int index = b->indexes[offset + 1];
+    if (index >= 0)
+        place.relid = desc->oids[index];
+    return place;
+}
+
+// A partition bound as SQL: an ISO timestamp in UTC, or MINVALUE/MAXVALUE.
+void bound_sql(int64 t, char *out, std::size_t room)
+{
+    if (t == history_retention::unbounded_below || t == history_retention::unbounded_above) {
+        std::snprintf(out, room, "%s", t < 0 ? "MINVALUE" : "MAXVALUE");
+        return;
+    }
+    struct pg_tm tm;
+    fsec_t fsec = 0;
+    if (timestamp2tm(t, nullptr, &tm, &fsec, nullptr, nullptr) != 0)
+        ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+                        errmsg("querygate: a run history record's time is out of range")));
+    std::snprintf(out, room, "'%04d-%02d-%02d %02d:%02d:%02d.%06d+00'", tm.tm_year, tm.tm_mon,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(fsec));
+}
+
+// Makes the partition of querygate.history for `span`, named after its start (with a digit after
+// it when an unrelated table has that name), with the parent's columns, defaults and
+// constraints. Made apart and then attached: CREATE TABLE ... PARTITION OF would lock the parent
+// against its readers, where ATTACH PARTITION takes a lock that only other DDL waits for.
+void make_partition(const history_retention::Span &span)
+{
+    const Oid nsp = get_namespace_oid("querygate", false);
+    const history_retention::Name base = history_retention::name_for(span.lower);
+    char name[sizeof(base.text) + 8];
+    std::snprintf(name, sizeof(name), "%s", base.text);
+    for (int suffix = 2; OidIsValid(get_relname_relid(name, nsp)); suffix++) {
+        if (suffix > 9)
+            ereport(ERROR, (errcode(ERRCODE_DUPLICATE_TABLE),
+                            errmsg("querygate: no free name for a partition of querygate.history "
+                                   "(%s and %s_2 to _9 are taken)",
+                                   base.text, base.text)));
+        std::snprintf(name, sizeof(name), "%s_%d", base.text, suffix);
+    }
+    char lower[64], upper[64];
+    bound_sql(span.lower, lower, sizeof(lower));
+    bound_sql(span.upper, upper, sizeof(upper));
+    const char *quoted = quote_identifier(name);
+    char *sql = psprintf("CREATE TABLE querygate.%s (LIKE querygate.history INCLUDING DEFAULTS "
+                         "INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION); "
+                         "ALTER TABLE querygate.history ATTACH PARTITION querygate.%s "
+                         "FOR VALUES FROM (%s) TO (%s)",
+                         quoted, quoted, lower, upper);
+    if (SPI_connect() != SPI_OK_CONNECT)
+        elog(ERROR, "querygate: SPI_connect failed");
+    if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+        elog(ERROR, "querygate: could not make a partition of querygate.history");
+    SPI_finish();
+    CommandCounterIncrement(); // the parent's partitions, read again, include it
+}
+
+// Where `at` goes, making its partition if none holds it. The parent is open only while its
+// partitions are read: ATTACH PARTITION refuses a table its own session has open.
+Place place_or_make(Oid parent_id, TimestampTz at)
+{
+    Relation parent = table_open(parent_id, RowExclusiveLock);
+    Place place = place_of(parent, at);
+    const bool shaped = by_time(parent);
+    table_close(parent, NoLock);
+    if (OidIsValid(place.relid))
+        return place;
+    if (!shaped)
+        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                        errmsg("querygate: querygate.history is not partitioned by \"at\"")));
+    make_partition(
+        history_retention::span_for(at, settings::history_retention, place.lower, place.upper));
+    parent = table_open(parent_id, RowExclusiveLock);
+    place = place_of(parent, at);
+    table_close(parent, NoLock);
+    if (!OidIsValid(place.relid))
+        elog(ERROR, "querygate: the partition made for a run history record does not hold it");
+    return place;
+}
+
+// Inserts one batch; false when the table is not there or the insert failed (then logged). The
+// records are copied into rows and the ring's slots given back; then each run of records in the
+// same partition is inserted into it, its partition made first when none holds it.
 bool insert(history_ring::Taken &batch)
 {
     const int n = static_cast<int>(batch.size());
@@ -205,40 +383,21 @@ bool insert(history_ring::Taken &batch)
                         batch_memory_size, batch_memory_size);
                 MemoryContextReset(batch_memory);
                 const MemoryContext was = MemoryContextSwitchTo(batch_memory);
-                Relation rel = table_open(relid, RowExclusiveLock);
-                int attnums[ncolumns];
-                for (int c = 0; c < ncolumns; c++)
-                    attnums[c] = get_attnum(relid, column_names[c]);
-                ResultRelInfo *info = makeNode(ResultRelInfo);
-                InitResultRelInfo(info, rel, 1, nullptr, 0);
-                EState *estate = CreateExecutorState();
-                ExecOpenIndices(info, false);
-                // Slots over a copy of the descriptor, which is not reference-counted: a thousand
-                // slots over the relation's own would each remember it in the resource owner.
-                TupleDesc desc = CreateTupleDescCopy(RelationGetDescr(rel));
-                TupleTableSlot **slots =
-                    static_cast<TupleTableSlot **>(palloc(sizeof(TupleTableSlot *) * n));
-                for (int i = 0; i < n; i++) {
-                    slots[i] = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-                    fill(slots[i], attnums, batch[i]);
-                }
+                Row *rows = static_cast<Row *>(palloc(sizeof(Row) * n));
+                for (int i = 0; i < n; i++)
+                    form(rows[i], batch[i]);
                 // The rows hold copies of everything: the slots are free for the workers while
                 // the rows are inserted, and a writer that dies before its commit loses the batch
                 // rather than saving it twice when it starts again.
                 history_ring::release(batch);
-                BulkInsertState bulk = GetBulkInsertState();
-                table_multi_insert(rel, slots, n, GetCurrentCommandId(true), 0, bulk);
-                for (int i = 0; i < n; i++) {
-                    if (info->ri_NumIndices > 0)
-                        (void)ExecInsertIndexTuples(info, slots[i], estate, false, false, nullptr,
-                                                    NIL);
-                    ExecDropSingleTupleTableSlot(slots[i]);
+                for (int i = 0; i < n;) {
+                    const Place place = place_or_make(relid, rows[i].at());
+                    int end = i + 1;
+                    while (end < n && rows[end].at() >= place.lower && rows[end].at() < place.upper)
+                        end++;
+                    insert_rows(place.relid, rows + i, end - i);
+                    i = end;
                 }
-                FreeBulkInsertState(bulk);
-                ExecCloseIndices(info);
-                FreeExecutorState(estate);
-                pgstat_count_heap_insert(rel, n);
-                table_close(rel, NoLock);
                 MemoryContextSwitchTo(was);
                 saved = true;
             }
@@ -249,6 +408,55 @@ bool insert(history_ring::Taken &batch)
         saved = false;
     }
     return saved;
+}
+
+// The partitions of querygate.history that have outlived the retention, and whether the one
+// holding `now` exists and the one after it does not (then made, so that a new span's first
+// batch does not wait for it). Under a lock on the parent.
+struct Survey {
+    Oid expired[64]; // at most this many a pass: the rest at the next
+    int nexpired = 0;
+    bool current = false;
+    Place next;
+};
+
+Survey survey(Relation parent, TimestampTz now)
+{
+    Survey s;
+    PartitionDesc desc = nullptr;
+    PartitionBoundInfo b = range_bounds(parent, desc);
+    if (b == nullptr)
+        return s;
+    for (int i = 0; i < b->ndatums && s.nexpired < static_cast<int>(lengthof(s.expired)); i++) {
+        const int index = b->indexes[i];
+        const int64 upper = bound_at(b, i, history_retention::unbounded_above);
+        if (index >= 0 && history_retention::expired(upper, now, settings::history_retention))
+            s.expired[s.nexpired++] = desc->oids[index];
+    }
+    const Place here = place_of(parent, now);
+    s.current = OidIsValid(here.relid);
+    if (s.current && here.upper != history_retention::unbounded_above)
+        s.next = place_of(parent, here.upper);
+    return s;
+}
+
+// Drops one partition if nobody is using the table: the locks are asked for without waiting,
+// so that neither the writer nor anyone queued behind its lock waits for a reader of
+// querygate.history. False when it is in use (tried again at the next pass).
+bool drop_partition(Oid parent, Oid partition)
+{
+    if (!ConditionalLockRelationOid(parent, AccessExclusiveLock))
+        return false;
+    if (!ConditionalLockRelationOid(partition, AccessExclusiveLock))
+        return false;
+    // Still there, and still a partition of the table (an administrator may have detached it).
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(partition)) ||
+        get_partition_parent(partition, true) != parent)
+        return true;
+    ObjectAddress object;
+    ObjectAddressSet(object, RelationRelationId, partition);
+    performDeletion(&object, DROP_RESTRICT, 0);
+    return true;
 }
 
 } // namespace
@@ -271,35 +479,49 @@ void save(bool all)
     }
 }
 
-void trim()
+void keep_partitions()
 {
-    if (RecoveryInProgress() || settings::history_retention <= 0)
+    if (RecoveryInProgress())
         return;
-    for (int pass = 0; pass < trims_per_pass; pass++) {
-        uint64 removed = 0;
+    Survey s;
+    Oid parent_id = InvalidOid;
+    try {
+        pg::guard([&] {
+            begin("querygate: keeping the run history's partitions");
+            parent_id = history_table();
+            if (OidIsValid(parent_id)) {
+                Relation parent = table_open(parent_id, AccessShareLock);
+                s = survey(parent, GetCurrentTimestamp());
+                table_close(parent, NoLock);
+                if (s.current && !OidIsValid(s.next.relid) &&
+                    s.next.lower != history_retention::unbounded_below)
+                    make_partition(history_retention::span_for(
+                        s.next.lower, settings::history_retention, s.next.lower, s.next.upper));
+            }
+            commit();
+        });
+    } catch (const pg::PgError &e) {
+        abort_after(e, "the run history's partitions not kept (tried again in a minute)");
+        return;
+    }
+    // Each drop in a transaction of its own: the table's lock is held for one drop at a time.
+    for (int i = 0; i < s.nexpired; i++) {
+        bool dropped = false;
         try {
             pg::guard([&] {
                 begin("querygate: removing old run history");
-                if (OidIsValid(history_table())) {
-                    if (SPI_connect() != SPI_OK_CONNECT)
-                        elog(ERROR, "querygate: SPI_connect failed");
-                    Oid types[2] = {FLOAT8OID, INT8OID};
-                    Datum values[2] = {Float8GetDatum(settings::history_retention),
-                                       Int64GetDatum(trim_batch)};
-                    if (SPI_execute_with_args(trim_sql, 2, types, values, nullptr, false, 0) !=
-                        SPI_OK_DELETE)
-                        elog(ERROR, "querygate: could not remove old run history");
-                    removed = SPI_processed;
-                    SPI_finish();
-                }
+                dropped = drop_partition(parent_id, s.expired[i]);
                 commit();
             });
         } catch (const pg::PgError &e) {
-            abort_after(e, "old run history not removed (retried in a minute)");
+            abort_after(e, "old run history not removed (tried again in a minute)");
             return;
         }
-        if (removed < static_cast<uint64>(trim_batch))
+        if (!dropped) {
+            ereport(LOG, (errmsg("querygate writer: old run history kept for now: "
+                                 "querygate.history is in use (tried again in a minute)")));
             return;
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 // The writer process's part of the run history: records taken from the shared ring
 // (call/history_ring.hpp) are inserted into querygate.history in batches of up to a thousand, as
 // COPY FROM inserts rows, each batch in a transaction of its own outside any call's;
-// and records older than querygate.history_retention are removed in batches once a minute.
+// in the partition of their time (rules/history_retention.hpp: made when a record finds none); and
+// once a minute the partitions older than querygate.history_retention are dropped.
 // Called by the writer (state_writer.cpp) with no transaction open; errors are caught, logged and
 // counted (a batch that cannot be saved is counted as dropped, never retried forever).
 #pragma once
@@ -10,7 +11,8 @@ namespace history_writer {
 
 // Saves what the ring holds: a few batches, or with `all` everything (a clean stop).
 void save(bool all);
-// Removes what is older than querygate.history_retention (nothing when it is 0).
-void trim();
+// Drops the partitions older than querygate.history_retention (none when it is 0) if nobody is
+// reading the table, and makes the next partition ahead of the current one.
+void keep_partitions();
 
 } // namespace history_writer

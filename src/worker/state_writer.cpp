@@ -104,8 +104,8 @@ void save_quotas()
         limit_table::quotas_written(counts);
 }
 
-// Old history is looked for once a minute, or twice per retention when it is shorter.
-std::chrono::seconds trim_period()
+// The history's partitions are kept once a minute, or twice per retention when it is shorter.
+std::chrono::seconds partitions_period()
 {
     const int half = settings::history_retention / 2;
     return std::chrono::seconds(half <= 0 || half >= 60 ? 60 : std::max(1, half));
@@ -135,7 +135,7 @@ void querygate_writer_main(Datum)
     // history at once.
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
-    auto quotas_due = start, trim_due = start + trim_period();
+    auto quotas_due = start, partitions_due = start + partitions_period();
     for (;;) {
         if (between_waits())
             break;
@@ -144,7 +144,7 @@ void querygate_writer_main(Datum)
             const int retention = settings::history_retention;
             ProcessConfigFile(PGC_SIGHUP);
             if (settings::history_retention != retention)
-                trim_due = Clock::now(); // a new retention applies at once
+                partitions_due = Clock::now(); // a new retention applies at once
         }
         history_writer::save(false);
         auto now = Clock::now();
@@ -152,9 +152,9 @@ void querygate_writer_main(Datum)
             save_quotas();
             quotas_due = now + std::chrono::seconds(settings::quota_flush_interval);
         }
-        if (now >= trim_due) {
-            history_writer::trim();
-            trim_due = now + trim_period();
+        if (now >= partitions_due) {
+            history_writer::keep_partitions();
+            partitions_due = now + partitions_period();
         }
         pgstat_report_stat(true);
         now = Clock::now();

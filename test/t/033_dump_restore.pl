@@ -156,6 +156,18 @@ sub expect_answers
 my $before = observe($src);
 expect_answers($src, $before, 'source');
 
+# The run history of those calls, in its partitions: pg_dump keeps them (they are tables of the
+# extension's schema, not its own objects) and their rows.
+my $history_sql = q{SELECT string_agg(request_id || ' ' || status || ' ' || query, ',' ORDER BY request_id)
+                      FROM querygate.history WHERE request_id LIKE 'dump-restore-%'};
+my $partitions_sql = q{SELECT string_agg(c.relname || ' ' || pg_get_expr(c.relpartbound, c.oid), ',' ORDER BY c.relname)
+                         FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                        WHERE i.inhparent = 'querygate.history'::regclass};
+ok(poll_until(sub { $src->sql(q{SELECT count(*) FROM querygate.history WHERE request_id LIKE 'dump-restore-%'}) == 4 }),
+	'source: the four calls are in querygate.history');
+my $history_before = $src->sql($history_sql);
+my $partitions_before = $src->sql($partitions_sql);
+
 # ---------------------------------------------------------------- the dump
 
 my $dump = PostgreSQL::Test::Utils::tempdir() . '/querygate.dump';
@@ -221,6 +233,8 @@ isnt($dst->sql(q{SELECT 'dr_accounts'::regclass::oid}), $src_oid{dr_accounts},
 	'target: dr_accounts has another OID than in the source');
 is($dst->sql(q{SELECT count(*) FROM querygate.mask_secret}), '2',
 	'target: two mask secrets, the restored one and the one CREATE EXTENSION made');
+is($dst->sql($partitions_sql), $partitions_before, "target: querygate.history's partitions, with their bounds");
+is($dst->sql($history_sql), $history_before, 'target: the run history of the source, row for row');
 
 # The workers answered 503 (not installed) until the restore; poll until they do not.
 ok( poll_until(sub { fresh_request($dst, 'GET', '/q/dr_whoami', key => $key)->{status} != 503 }),

@@ -4,8 +4,9 @@
 # columns; refused callers too (no key named); nothing for requests that are not calls; a write
 # run by a write helper once; querygate.stat_history and /metrics count what was written;
 # querygate.history_sample_rate = 0 keeps only errors and counts the rest as skipped; records still
-# in the ring at a clean stop are written before the server stops; old rows go after
-# querygate.history_retention; querygate.history = off records nothing. Parameters only for a policy
+# in the ring at a clean stop are written before the server stops; records are in the partition of
+# their UTC day, made by the writer, and a partition older than querygate.history_retention is
+# dropped (not while a reader holds the table); querygate.history = off records nothing. Parameters only for a policy
 # that keeps them (set_policy(history_params => true)), masked as strictly as the columns each one
 # meets: a parameter compared with a hashed column shows the very hash the answer shows.
 use strict;
@@ -176,13 +177,55 @@ is($qg->sql('SELECT count(*) FROM querygate.history WHERE request_id IN ('
 $qg->sql(q{ALTER SYSTEM RESET querygate.history_flush_interval;
            ALTER SYSTEM RESET querygate.quota_flush_interval; SELECT pg_reload_conf()});
 
-# ---- retention
-$qg->sql(q{INSERT INTO querygate.history (at, request_id, query, status, duration_ms, rows, bytes, worker)
+# ---- partitions and retention
+# The records are in the partition of the UTC day they were made, named after it and made by the
+# writer; the next day's is made ahead of it.
+my $today = $qg->sql(q{SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')});
+is( $qg->sql(q{SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = 'querygate.history'::regclass AND c.relname = 'history_} . $today . q{'}),
+	$qg->sql(q{SELECT format('FOR VALUES FROM (''%s 00:00:00+00'') TO (''%s 00:00:00+00'')', d, d + 1)
+	             FROM (SELECT (now() AT TIME ZONE 'UTC')::date AS d) t}),
+	"the day's records are in the day's partition, made by the writer, with the UTC day's bounds");
+is($qg->sql(qq{SELECT count(*) = (SELECT count(*) FROM querygate.history) FROM querygate.history_$today}), 't',
+	'every record of the test is in it');
+is($qg->sql(q{SELECT count(*) FROM ONLY querygate.history}), '0', 'the partitioned table itself holds no row');
+ok( QuerygateTest::poll_until(sub {
+			$qg->sql(q{SELECT count(*) FROM pg_class WHERE relnamespace = 'querygate'::regnamespace AND relispartition
+			             AND relname = 'history_' || to_char(now() AT TIME ZONE 'UTC' + interval '1 day', 'YYYYMMDD')}) == 1
+		}, 120),
+	"the next day's partition is made ahead of it");
+
+# An old partition (made here as an administrator could, with a row two days old) goes as a whole
+# once it is older than querygate.history_retention: its table is dropped.
+$qg->sql(q{CREATE TABLE querygate.history_old (LIKE querygate.history);
+           ALTER TABLE querygate.history ATTACH PARTITION querygate.history_old
+                 FOR VALUES FROM ('2000-01-01') TO (now() - interval '2 days' + interval '1 minute');
+           INSERT INTO querygate.history (at, request_id, query, status, duration_ms, rows, bytes, worker)
            VALUES (now() - interval '2 days', 'old-1', 'hi_person', 200, 1, 1, 10, 1)});
+is($qg->sql(q{SELECT count(*) FROM querygate.history WHERE request_id = 'old-1'}), '1', 'an old row');
+# A reader of the table holds the drop back, and the writer does not wait for it (nor does anyone
+# queue behind the writer's lock): the old partition stays while the reader's transaction is open,
+# and calls are still recorded.
+my $log_offset = -s $qg->node->logfile;
+my $reader = $qg->node->background_psql('postgres');
+$reader->query_safe('BEGIN');
+$reader->query_safe('SELECT count(*) FROM querygate.history');
 $qg->set_and_reload('querygate.history_retention', '1d');
-ok(QuerygateTest::poll_until(sub { $qg->sql(q{SELECT count(*) FROM querygate.history WHERE request_id = 'old-1'}) == 0 }, 120),
-	'a row older than querygate.history_retention is removed');
-ok(history_count() > 0, 'and the newer rows stay');
+ok( QuerygateTest::poll_until(sub {
+			slurp_file($qg->node->logfile, $log_offset) =~ /old run history kept for now: querygate.history is in use/
+		}, 120),
+	'a partition of a table in use is kept for now, and the writer says so');
+is($qg->sql(q{SELECT count(*) FROM querygate.history WHERE request_id = 'old-1'}), '1', 'the old row is still there');
+my $during = history_count();
+call('GET', '/q/hi_person?id=1', key => $key) for 1 .. 3;
+ok(QuerygateTest::poll_until(sub { history_count() >= $during + 3 }),
+	'calls are recorded while the reader holds the table');
+$reader->query_safe('COMMIT');
+$reader->quit;
+ok( QuerygateTest::poll_until(sub { $qg->sql(q{SELECT to_regclass('querygate.history_old') IS NULL}) eq 't' }, 120),
+	'once nobody reads the table, a partition older than querygate.history_retention is dropped');
+is($qg->sql(q{SELECT count(*) FROM querygate.history WHERE request_id = 'old-1'}), '0', 'and its rows with it');
+ok(history_count() > 0, 'the newer rows stay');
 
 # ---- off
 $qg->set_and_reload('querygate.history', 'off');
