@@ -58,6 +58,9 @@ inline constexpr ErrorCode permission_denied{403, "permission_denied"};
 inline constexpr ErrorCode query_failed{500, "query_failed"};
 inline constexpr ErrorCode internal_error{500, "internal_error"};
 inline constexpr ErrorCode unavailable{503, "unavailable"};
+// A connection over querygate.max_connections_per_ip or querygate.max_connections, answered as it
+// is accepted and closed.
+inline constexpr ErrorCode too_many_connections{503, "too_many_connections"};
 inline constexpr ErrorCode query_timeout{504, "query_timeout"};
 
 // Every code above, for what checks answers against the contract (the request-handler fuzz
@@ -68,7 +71,8 @@ inline constexpr ErrorCode all[] = {
     sign_in_required,     claim_missing,  privileged_role,   rate_limited,    quota_exceeded,
     param_required,       param_invalid,  param_from_claim,  untrusted_code,  table_not_allowed,
     write_op_not_allowed, read_only,      mask_unresolvable, mask_expression, mask_predicate,
-    permission_denied,    query_failed,   internal_error,    unavailable,     query_timeout};
+    permission_denied,    query_failed,   internal_error,    unavailable,     query_timeout,
+    too_many_connections};
 
 } // namespace error_code
 

@@ -20,20 +20,23 @@ extern int log_requests_format; // querygate.log_requests_format: a LogFormat (r
 extern int limit_entries;       // querygate.limit_entries: callers counted at once (restart)
 extern double anonymous_rate;   // querygate.anonymous_rate_limit: calls/s per address without a key
 extern int anonymous_burst;     // querygate.anonymous_burst (reload)
-extern int quota_flush_interval; // querygate.quota_flush_interval, seconds (reload)
-extern int stat_entries;         // querygate.stat_entries: queries x policies counted (restart)
-extern bool statistics;          // querygate.statistics: calls are counted (reload)
-extern char *metrics_token;
+extern int quota_flush_interval;   // querygate.quota_flush_interval, seconds (reload)
+extern int stat_entries;           // querygate.stat_entries: queries x policies counted (restart)
+extern bool statistics;            // querygate.statistics: calls are counted (reload)
+extern char *metrics_token;        // querygate.metrics_token: GET /metrics's bearer token (reload)
 extern bool history;               // querygate.history: calls are recorded (reload)
 extern double history_sample_rate; // querygate.history_sample_rate: successes kept (reload)
 extern int history_retention;      // querygate.history_retention, seconds, 0 = forever (reload)
 extern int history_buffer;         // querygate.history_buffer: records in the ring (restart)
-extern int history_flush_interval; // querygate.history_flush_interval, ms (reload)      //
-                                   // querygate.metrics_token: GET /metrics's bearer token (reload)
-extern char *trusted_proxies;  // querygate.trusted_proxies: CIDRs whose X-Forwarded-For is believed
-extern char *jwt_secret;       // querygate.jwt_secret: HS256 key, superuser-only (reload)
-extern char *jwt_issuer;       // querygate.jwt_issuer (reload)
-extern char *jwt_audience;     // querygate.jwt_audience (reload)
+extern int history_flush_interval; // querygate.history_flush_interval, ms (reload)
+extern int max_connections; // querygate.max_connections: open at once, every worker (restart)
+extern int max_connections_per_ip; // querygate.max_connections_per_ip, 0 = no limit (reload)
+extern int request_timeout;   // querygate.request_timeout, ms to send a whole request, 0 = none
+extern int idle_timeout;      // querygate.idle_timeout, s a keep-alive connection may idle (reload)
+extern char *trusted_proxies; // querygate.trusted_proxies: CIDRs whose X-Forwarded-For is believed
+extern char *jwt_secret;      // querygate.jwt_secret: HS256 key, superuser-only (reload)
+extern char *jwt_issuer;      // querygate.jwt_issuer (reload)
+extern char *jwt_audience;    // querygate.jwt_audience (reload)
 extern char *jwt_policy_claim; // querygate.jwt_policy_claim: claim naming the policy (reload)
 extern char *jwt_tenant_claim; // querygate.jwt_tenant_claim: claim naming the tenant (reload)
 extern char *tenant;           // querygate.tenant: the calling tenant, set per call by the worker

@@ -16,8 +16,10 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 const std::string *HttpRequest::header(const char *lower_name) const
 {
@@ -40,6 +42,13 @@ bool HttpRequest::header_list(const char *lower_name, std::string &out) const
         }
     return found;
 }
+
+// Per-connection state, made when libmicrohttpd starts the connection and deleted when it closes:
+// its request deadline and its place in the worker's connection counts.
+struct HttpServer::ConnectionState {
+    ConnectionDeadlines::Entry deadline;
+    std::uintptr_t slot = 0;
+};
 
 // Per-request state between libmicrohttpd callbacks, made when the request line arrives.
 struct HttpServer::RequestState {
@@ -161,6 +170,7 @@ struct HttpServer::Callbacks {
                 // refused now, before the body; an answer queued on this first call closes the
                 // connection after it.
                 if (const int status = framing::refusal(req)) {
+                    self->request_arrived(conn);
                     HttpResponse resp;
                     self->answered_++;
                     self->refusal_(req, status, resp);
@@ -185,6 +195,7 @@ struct HttpServer::Callbacks {
                 state->request.body.append(upload_data, n);
                 return MHD_YES;
             }
+            self->request_arrived(conn);
             HttpResponse resp;
             resp.headers.reserve(8); // a call's: its paging, its request id, its limits
             self->answered_++;
@@ -239,10 +250,57 @@ struct HttpServer::Callbacks {
         }
     }
 
-    static void completed(void *, MHD_Connection *, void **con_cls, enum MHD_RequestTerminationCode)
+    static void completed(void *cls, MHD_Connection *conn, void **con_cls,
+                          enum MHD_RequestTerminationCode toe)
     {
         delete static_cast<HttpServer::RequestState *>(*con_cls);
         *con_cls = nullptr;
+        // Answered, and kept alive: the next request's deadline starts now. (Any other end
+        // closes the connection.)
+        if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+            auto *self = static_cast<HttpServer *>(cls);
+            const MHD_ConnectionInfo *info =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+            if (info != nullptr && info->socket_context != nullptr)
+                self->deadlines_.waiting(
+                    static_cast<HttpServer::ConnectionState *>(info->socket_context)->deadline,
+                    ConnectionDeadlines::Clock::now());
+        }
+    }
+
+    // A connection starts (inside MHD_add_connection, from accept_one) or closes.
+    static void connection(void *cls, MHD_Connection *conn, void **socket_context,
+                           enum MHD_ConnectionNotificationCode toe)
+    {
+        auto *self = static_cast<HttpServer *>(cls);
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+            self->adding_taken_ = true;
+            auto *state = new (std::nothrow) HttpServer::ConnectionState();
+            if (state == nullptr) {
+                // No memory to follow it: it is not counted (no deadline but the idle timeout).
+                if (self->adding_slot_ != 0 && self->admission_.release)
+                    self->admission_.release(self->adding_slot_);
+                *socket_context = nullptr;
+                return;
+            }
+            state->slot = self->adding_slot_;
+            const MHD_ConnectionInfo *fd =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+            state->deadline.fd = fd != nullptr ? fd->connect_fd : -1;
+            if (state->deadline.fd >= 0)
+                self->deadlines_.waiting(state->deadline, ConnectionDeadlines::Clock::now());
+            MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, self->idle_timeout_s_);
+            *socket_context = state;
+            return;
+        }
+        auto *state = static_cast<HttpServer::ConnectionState *>(*socket_context);
+        if (state == nullptr)
+            return;
+        self->deadlines_.done(state->deadline);
+        if (state->slot != 0 && self->admission_.release)
+            self->admission_.release(state->slot);
+        delete state;
+        *socket_context = nullptr;
     }
 
     static void log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)))
@@ -272,8 +330,11 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal)
     daemon_ = MHD_start_daemon(
         flags, 0, nullptr, nullptr, &Callbacks::access, this, MHD_OPTION_EXTERNAL_LOGGER,
         &Callbacks::log, this, MHD_OPTION_NOTIFY_COMPLETED, &Callbacks::completed, this,
-        MHD_OPTION_URI_LOG_CALLBACK, &Callbacks::request_line, this, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, &Callbacks::connection, this, MHD_OPTION_URI_LOG_CALLBACK,
+        &Callbacks::request_line, this, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout_s_,
+        // The worker bounds connections (Admission); libmicrohttpd's own bound only stops what
+        // the descriptors would not hold anyway.
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000000, MHD_OPTION_END);
     if (daemon_ == nullptr)
         start_error_ = "libmicrohttpd could not start on the shared listening socket";
 }
@@ -381,15 +442,63 @@ int HttpServer::epoll_fd() const
 
 long HttpServer::timeout_ms() const
 {
+    const long deadline = deadlines_.ms_until_next(ConnectionDeadlines::Clock::now());
     MHD_UNSIGNED_LONG_LONG t = 0;
     if (MHD_get_timeout(daemon_, &t) != MHD_YES)
-        return -1;
-    return static_cast<long>(std::min<MHD_UNSIGNED_LONG_LONG>(t, 60000));
+        return deadline;
+    const long own = static_cast<long>(std::min<MHD_UNSIGNED_LONG_LONG>(t, 60000));
+    return deadline < 0 ? own : std::min(own, deadline);
 }
 
 void HttpServer::run()
 {
+    // What has arrived is read first, so a request that came whole while the worker was busy
+    // meets its deadline. A connection still past it is shut down, not closed: libmicrohttpd
+    // reads the end of the stream in the next run (its epoll fd is readable at once) and closes
+    // it itself; the descriptor stays its own.
     MHD_run(daemon_);
+    deadlines_.expire(ConnectionDeadlines::Clock::now(), [this](int fd) {
+        ::shutdown(fd, SHUT_RDWR);
+        timed_out_connections_++;
+    });
+}
+
+void HttpServer::set_timeouts(long request_timeout_ms, unsigned idle_timeout_s)
+{
+    deadlines_.set_timeout(std::chrono::milliseconds(std::max(0L, request_timeout_ms)));
+    idle_timeout_s_ = std::max(1u, idle_timeout_s);
+}
+
+void HttpServer::request_arrived(MHD_Connection *conn)
+{
+    const MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (info != nullptr && info->socket_context != nullptr)
+        deadlines_.done(static_cast<ConnectionState *>(info->socket_context)->deadline);
+}
+
+void HttpServer::refuse_connection(int fd, int refused)
+{
+    refused_connections_++;
+    try {
+        HttpResponse resp;
+        if (admission_.refusal)
+            admission_.refusal(refused, resp);
+        std::string raw = "HTTP/1.1 " + std::to_string(resp.status) +
+                          (resp.status == 503 ? " Service Unavailable" : " Error") +
+                          "\r\nContent-Type: " + resp.content_type +
+                          "\r\nContent-Length: " + std::to_string(resp.body.size()) +
+                          "\r\nConnection: close\r\n";
+        for (const auto &h : resp.headers)
+            raw += h.first + ": " + h.second + "\r\n";
+        raw += "\r\n";
+        raw += resp.body;
+        // Once, without waiting: a caller who cannot take these few hundred bytes at once
+        // loses the answer, not the worker's time.
+        (void)::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    } catch (...) { // no memory for the answer: closed without one
+    }
+    ::close(fd);
 }
 
 HttpServer::Accepted HttpServer::accept_one()
@@ -406,8 +515,21 @@ HttpServer::Accepted HttpServer::accept_one()
         // or the next wakeup retries.
         return Accepted::none;
     }
-    // libmicrohttpd owns the socket from here, and closes it even when it refuses it.
+    std::uintptr_t slot = 0;
+    if (admission_.admit) {
+        if (const int refused = admission_.admit(reinterpret_cast<sockaddr *>(&addr), len, slot)) {
+            refuse_connection(fd, refused);
+            return Accepted::one;
+        }
+    }
+    // libmicrohttpd owns the socket from here, and closes it even when it refuses it; what it
+    // starts, its "started" notice takes the slot of (Callbacks::connection).
+    adding_slot_ = slot;
+    adding_taken_ = false;
     MHD_add_connection(daemon_, fd, reinterpret_cast<sockaddr *>(&addr), len);
+    if (!adding_taken_ && slot != 0 && admission_.release)
+        admission_.release(slot);
+    adding_slot_ = 0;
     return Accepted::one;
 }
 

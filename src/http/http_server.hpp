@@ -8,6 +8,7 @@
 // (src/http/accept_gate.hpp), so connections go to the least loaded worker.
 #pragma once
 
+#include "http/connection_deadlines.hpp"
 #include "http/http_types.hpp"
 
 #include <cstddef>
@@ -16,6 +17,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <sys/socket.h>
 
 struct MHD_Daemon;
 struct MHD_Connection;
@@ -52,8 +55,27 @@ class HttpServer {
         out_of_resources // no descriptor or memory left: the connection is still pending
     };
     // Accepts at most one connection from the shared listening socket and hands it to
-    // libmicrohttpd.
+    // libmicrohttpd (or, when the admission hook refuses it, answers it 503 and closes it).
     Accepted accept_one();
+
+    // Who may connect (querygate.max_connections_per_ip, querygate.max_connections: counted by
+    // the worker, in shared memory). admit() counts a new connection from that address and gives
+    // the slot release() gives back when it closes, or refuses it: nonzero, and refusal() makes
+    // the answer it gets before it is closed. Without hooks every connection is taken.
+    struct Admission {
+        std::function<int(const sockaddr *, socklen_t, std::uintptr_t &slot)> admit;
+        std::function<void(std::uintptr_t slot)> release;
+        std::function<void(int refused, HttpResponse &)> refusal;
+    };
+    void set_admission(Admission admission) { admission_ = std::move(admission); }
+    // Connections refused at accept, and closed for taking longer than the request timeout.
+    std::uint64_t refused_connections() const { return refused_connections_; }
+    std::uint64_t timed_out_connections() const { return timed_out_connections_; }
+
+    // querygate.request_timeout (ms: a whole request, from the connection's opening or its
+    // previous answer; 0: none) and querygate.idle_timeout (s: nothing sent), for connections
+    // from now on. See connection_deadlines.hpp.
+    void set_timeouts(long request_timeout_ms, unsigned idle_timeout_s);
     // errno of the last failed accept.
     int accept_error() const { return accept_error_; }
     // Connections libmicrohttpd holds open.
@@ -95,6 +117,7 @@ class HttpServer {
     // Used by the libmicrohttpd callbacks (http_server.cpp); not part of the interface.
     struct Callbacks;
     struct RequestState;
+    struct ConnectionState;
 
   private:
     struct Later {
@@ -104,6 +127,10 @@ class HttpServer {
     };
     // Holds a made response until `mark` is flushed (suspended), or false when no hold applies.
     bool hold(MHD_Connection *conn, RequestState *state, HttpResponse &resp);
+    // A connection's whole request has arrived: its deadline is met.
+    void request_arrived(MHD_Connection *conn);
+    // Answers a refused connection on its socket, and closes it.
+    void refuse_connection(int fd, int refused);
 
     void keep_log(std::vector<std::string> &lines, const char *message) noexcept;
 
@@ -119,4 +146,12 @@ class HttpServer {
     std::uint64_t answered_ = 0;
     std::string start_error_;
     int accept_error_ = 0;
+    Admission admission_;
+    // The slot of the connection being handed to libmicrohttpd, for its "started" notice.
+    std::uintptr_t adding_slot_ = 0;
+    bool adding_taken_ = false;
+    ConnectionDeadlines deadlines_;
+    unsigned idle_timeout_s_ = 60;
+    std::uint64_t refused_connections_ = 0;
+    std::uint64_t timed_out_connections_ = 0;
 };

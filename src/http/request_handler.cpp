@@ -312,6 +312,19 @@ void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse
         log_answer(start_log(request), response, id); // refused as it came: no time of ours
 }
 
+void RequestHandler::refuse_connection(bool per_address, HttpResponse &response)
+{
+    const std::string id = request_id(HttpRequest());
+    write_error(response,
+                api_errors::make(error_code::too_many_connections,
+                                 per_address ? "too many connections from this address"
+                                             : "too many connections"),
+                id);
+    response.add_header("X-Request-Id", id);
+    response.add_header("Retry-After", "1");
+    count(response);
+}
+
 void RequestHandler::count(const HttpResponse &response)
 {
     counts_.answered++;

@@ -35,6 +35,9 @@ class RequestHandler {
     // A request refused before it was read whole (413), or by libmicrohttpd itself (431, 400,
     // 505 ...: own_answers.hpp): the same JSON error shape.
     void refuse(const HttpRequest &request, int status, HttpResponse &response);
+    // A connection refused as it is accepted (503 too_many_connections, Retry-After: 1): over
+    // querygate.max_connections_per_ip (per_address) or querygate.max_connections.
+    void refuse_connection(bool per_address, HttpResponse &response);
 
     // Requests answered so far (a call handed off counts when finished), and of those, answered
     // with a status of 400 or more: the worker's totals in querygate.stat_workers.

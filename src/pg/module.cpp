@@ -14,6 +14,7 @@ extern "C" {
 #include "call/stat_table.hpp"
 #include "http/listen_socket.hpp"
 #include "common/settings.hpp"
+#include "worker/connection_counts.hpp"
 #include "worker/wal_flusher.hpp"
 #include "worker/worker_load.hpp"
 #include "worker/worker_slots.hpp"
@@ -47,6 +48,8 @@ void request_shmem()
     RequestAddinShmemSpace(stat_table::shmem_size());
     stat_table::shmem_request();
     RequestAddinShmemSpace(history_ring::shmem_size());
+    RequestAddinShmemSpace(connection_counts::shmem_size());
+    connection_counts::shmem_request();
 }
 
 void startup_shmem()
@@ -58,6 +61,7 @@ void startup_shmem()
     limit_table::shmem_init();
     stat_table::shmem_init();
     history_ring::shmem_init();
+    connection_counts::shmem_init();
 }
 
 // One of querygate's background processes. Each has shared memory and a connection (the WAL

@@ -17,6 +17,10 @@ int workers = 2;
 int statement_timeout = 5000;
 int max_page_size = 1000;
 int max_body_size = 1024 * 1024;
+int max_connections = 10000;
+int max_connections_per_ip = 1000;
+int request_timeout = 30000;
+int idle_timeout = 60;
 bool allow_writes = false;
 bool group_commit = false;
 int busy_poll = 50;
@@ -90,6 +94,11 @@ void define_restart_only()
         "About 700 bytes of shared memory each. When it is full, new records are dropped and "
         "counted; a call never waits for it.",
         &history_buffer, 8192, 64, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.max_connections", "HTTP connections open at once, counting every worker.",
+        "Over it a new connection is answered 503 too_many_connections and closed. Each worker "
+        "raises its open-file limit to the hard limit; connections past that wait to be accepted.",
+        &max_connections, 10000, 1, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
 }
 
 void define_reloadable()
@@ -104,6 +113,23 @@ void define_reloadable()
     DefineCustomIntVariable("querygate.max_body_size", "Largest request body accepted.", nullptr,
                             &max_body_size, 1024 * 1024, 1024, 1024 * 1024 * 1024, PGC_SIGHUP,
                             GUC_UNIT_BYTE, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.max_connections_per_ip",
+        "HTTP connections one client address may have open at once; 0 turns the limit off.",
+        "Counted across every worker, by the TCP peer's address (a proxy in front counts as one "
+        "client). Over it a new connection is answered 503 too_many_connections and closed.",
+        &max_connections_per_ip, 1000, 0, 1000000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.request_timeout",
+        "Longest time a connection may take to send a whole request; 0 turns the limit off.",
+        "Counted from the connection's opening, or from the answer to its previous request, to "
+        "the request's last byte; bytes arriving slowly do not extend it. The connection is then "
+        "closed.",
+        &request_timeout, 30000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.idle_timeout", "Longest time a connection may send nothing before it is closed.",
+        "A keep-alive connection between requests, or one that stops sending.", &idle_timeout, 60,
+        1, 3600, PGC_SIGHUP, GUC_UNIT_S, nullptr, nullptr, nullptr);
     DefineCustomBoolVariable("querygate.allow_writes",
                              "Allows calls that write, for policies granted writes.",
                              "When off, every call runs in a read-only transaction.", &allow_writes,

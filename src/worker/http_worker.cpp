@@ -31,6 +31,7 @@ extern "C" {
 #include "call/query_runner.hpp"
 #include "pg/pg_guard.hpp"
 #include "worker/access_log_sink.hpp"
+#include "worker/connection_counts.hpp"
 #include "worker/group_commit.hpp"
 #include "http/request_handler.hpp"
 #include "common/settings.hpp"
@@ -43,6 +44,7 @@ extern "C" {
 #include <chrono>
 #include <cstring>
 #include <malloc.h>
+#include <sys/resource.h>
 
 extern "C" {
 PGDLLEXPORT void querygate_http_worker_main(Datum main_arg);
@@ -162,7 +164,18 @@ void serve()
         ereport(FATAL, (errmsg("querygate http worker could not start: %s",
                                server.start_error().c_str())));
     server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
+    server.set_timeouts(settings::request_timeout, static_cast<unsigned>(settings::idle_timeout));
     server.set_hold([&group_commit] { return group_commit.hold_until(); });
+    connection_counts::start_worker();
+    server.set_admission(HttpServer::Admission{
+        [](const sockaddr *addr, socklen_t len, std::uintptr_t &slot) {
+            return static_cast<int>(connection_counts::admit(addr, len, slot));
+        },
+        [](std::uintptr_t slot) { connection_counts::release(slot); },
+        [&handler](int refused, HttpResponse &resp) {
+            handler.refuse_connection(
+                refused == static_cast<int>(connection_counts::Refused::address), resp);
+        }});
 
     // Two sets of events: the latch, postmaster death and libmicrohttpd's epoll fd (its
     // connections) in both, and the shared listening socket in one. The worker waits on the set
@@ -233,6 +246,8 @@ void serve()
             ProcessConfigFile(PGC_SIGHUP);
             settings::generation++;
             server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
+            server.set_timeouts(settings::request_timeout,
+                                static_cast<unsigned>(settings::idle_timeout));
         }
         group_commit.set_connections(server.connections());
         const std::uint64_t answered = server.answered();
@@ -273,6 +288,20 @@ void serve()
     }
 }
 
+// Every connection is a descriptor, and the soft limit most servers start with (1024) is what
+// stopped new callers behind 3,000 idle connections ("Too many open files"): the worker raises
+// its own to the hard limit. PostgreSQL's file accounting (max_files_per_process) was fixed at
+// the postmaster's start from the old limit, so the room added is the connections' alone.
+void raise_open_file_limit()
+{
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= files.rlim_max)
+        return;
+    files.rlim_cur = files.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &files) != 0)
+        ereport(LOG, (errmsg("querygate http worker could not raise its open-file limit: %m")));
+}
+
 } // namespace
 
 void querygate_http_worker_main(Datum main_arg)
@@ -294,6 +323,7 @@ void querygate_http_worker_main(Datum main_arg)
     // CPU per call against 160-200 us at 4).
     (void)mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
     (void)mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+    raise_open_file_limit();
 
     const pg::EntryState entry = pg::EntryState::save();
     try {
