@@ -318,7 +318,11 @@ void make_partition(const history_retention::Span &span)
     bound_sql(span.lower, lower, sizeof(lower));
     bound_sql(span.upper, upper, sizeof(upper));
     const char *quoted = quote_identifier(name);
-    char *sql = psprintf("CREATE TABLE querygate.%s (LIKE querygate.history INCLUDING DEFAULTS "
+    // The locks are waited for a moment at most (an administrator's DDL or ANALYZE on the table
+    // holds the one ATTACH takes): the writer saves nothing while it waits, and a partition not
+    // made now is made by the next batch, or the next pass.
+    char *sql = psprintf("SET LOCAL lock_timeout = '500ms'; "
+                         "CREATE TABLE querygate.%s (LIKE querygate.history INCLUDING DEFAULTS "
                          "INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION); "
                          "ALTER TABLE querygate.history ATTACH PARTITION querygate.%s "
                          "FOR VALUES FROM (%s) TO (%s)",

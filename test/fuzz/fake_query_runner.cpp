@@ -49,9 +49,9 @@ void QueryRunner::record(const CallRecord &call) noexcept
     fake_runner::last_record_status = call.status;
 }
 
-void QueryRunner::release(std::string &hold)
+void QueryRunner::release(LimitHold &hold)
 {
-    hold.clear();
+    hold = LimitHold();
 }
 
 // Every third call without credentials is over the address's limit.
