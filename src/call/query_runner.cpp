@@ -13,6 +13,7 @@
 #include "call/query_runner.hpp"
 
 #include "call/call_limits.hpp"
+#include "call/client_watch.hpp"
 #include "call/limit_table.hpp"
 #include "call/history_ring.hpp"
 #include "call/history_values.hpp"
@@ -111,7 +112,7 @@ struct QueryRunner::State {
     bool matches_pattern(const std::string &pattern, const std::string &value);
     void ensure_search_path(const std::string &path);
     ApiError may_run_as(const CachedPolicy &policy);
-    void begin_call(const CachedQuery &query, const Caller &caller, Oid role);
+    void begin_call(const CachedQuery &query, const Caller &caller, Oid role, int client_fd);
     void end_call();
     void execute(const CachedQuery &query, PlanEntry &entry, const PolicyDecision &decision,
                  const std::vector<BoundParam> &values, const CallRequest &request,
@@ -158,7 +159,8 @@ void QueryRunner::State::ensure_search_path(const std::string &path)
     search_path_known = true;
 }
 
-void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &caller, Oid role)
+void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &caller, Oid role,
+                                    int client_fd)
 {
     ensure_search_path(query.search_path);
     const char *activity = query.sql.c_str();
@@ -188,6 +190,7 @@ void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &call
             elog(ERROR, "querygate: SPI_connect failed");
         if (timeout > 0)
             enable_timeout_after(STATEMENT_TIMEOUT, timeout);
+        client_watch::start(client_fd);
     });
     started_at = GetCurrentTimestamp();
 }
@@ -202,6 +205,7 @@ void QueryRunner::State::end_call()
     MemoryContextSwitchTo(call_context);
     pg::guard([&] {
         disable_timeout(STATEMENT_TIMEOUT, false);
+        client_watch::stop();
         SPI_finish();
         call_hygiene_end(nest, XactReadOnly);
         SetUserIdAndSecContext(user, context);
@@ -338,6 +342,7 @@ void QueryRunner::State::abort_call()
         pg::guard([] {
             // What PostgresMain does after an error: no timeout or cancel may outlive the call.
             disable_all_timeouts(false);
+            client_watch::stop();
             QueryCancelPending = false;
             AbortCurrentTransaction();
             call_hygiene_after();
@@ -368,6 +373,9 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
         err.message = "invalid value for parameter " + query->param_names[failing_param];
         return err;
     }
+    if (e.sqlerrcode == ERRCODE_QUERY_CANCELED && client_watch::gone())
+        return api_errors::make(error_code::client_closed,
+                                "the caller closed the connection while the query ran");
     if (e.sqlerrcode == ERRCODE_QUERY_CANCELED && settings::statement_timeout > 0 &&
         TimestampDifferenceExceeds(started_at, GetCurrentTimestamp(),
                                    settings::statement_timeout - 1))
@@ -533,7 +541,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
             result.for_helper = true;
         } else {
             const Oid role = caller.policy->run_as;
-            s.begin_call(*query, caller, role);
+            s.begin_call(*query, caller, role, request.client_fd);
             PlanEntry &entry = s.plans.plan_for(*query, role);
             const PolicyDecision &decision =
                 s.plans.decision_for(entry, *caller.policy, s.cache.generation());

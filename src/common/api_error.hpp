@@ -55,6 +55,9 @@ inline constexpr ErrorCode mask_predicate{403, "mask_predicate"};
 inline constexpr ErrorCode permission_denied{403, "permission_denied"};
 
 // The call failed.
+// The caller hung up while its query ran, which was then cancelled (nginx's 499): in the history,
+// the statistics and the access log; no answer is sent.
+inline constexpr ErrorCode client_closed{499, "client_closed"};
 inline constexpr ErrorCode query_failed{500, "query_failed"};
 inline constexpr ErrorCode internal_error{500, "internal_error"};
 inline constexpr ErrorCode unavailable{503, "unavailable"};
@@ -72,7 +75,7 @@ inline constexpr ErrorCode all[] = {
     param_required,       param_invalid,  param_from_claim,  untrusted_code,  table_not_allowed,
     write_op_not_allowed, read_only,      mask_unresolvable, mask_expression, mask_predicate,
     permission_denied,    query_failed,   internal_error,    unavailable,     query_timeout,
-    too_many_connections};
+    too_many_connections, client_closed};
 
 } // namespace error_code
 

@@ -37,6 +37,9 @@ struct CallRequest {
     std::string secret;       // a presented API key, empty when none
     std::string bearer_token; // a presented JWT, empty when none (a key is judged first)
     std::string client_ip;    // the caller's address after trusted proxies; empty when unknown
+    // The connection's socket, watched while the call runs (call/client_watch.hpp); -1: none. Not
+    // sent to a write helper (call_codec), whose process does not hold it.
+    int client_fd = -1;
     std::vector<CallParam> params;
     long page = 1;
     long page_size = 100;

@@ -166,6 +166,9 @@ struct HttpServer::Callbacks {
                 MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &req);
                 MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_header, &req);
                 req.client_address = client_address(conn);
+                if (const MHD_ConnectionInfo *fd =
+                        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD))
+                    req.socket_fd = fd->connect_fd;
                 // A framing libmicrohttpd would read otherwise than a proxy (framing.hpp):
                 // refused now, before the body; an answer queued on this first call closes the
                 // connection after it.

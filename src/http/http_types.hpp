@@ -20,6 +20,7 @@ struct HttpRequest {
     std::vector<std::pair<std::string, std::string>> headers; // names lower-cased
     std::string body;
     std::string client_address;
+    int socket_fd = -1; // the connection's socket, watched while its call runs (-1: none)
 
     // The first header of that (lower-case) name, or nullptr.
     const std::string *header(const char *lower_name) const;

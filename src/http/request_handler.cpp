@@ -519,6 +519,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     call.query = name;
     presented_credentials(request, call);
     call.client_ip = client_ip(request);
+    call.client_fd = request.socket_fd;
     call.request_id = id;
     if (tracing()) {
         logged.query = name;
