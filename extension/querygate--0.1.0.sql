@@ -375,10 +375,13 @@ CREATE FUNCTION stat_queries(
 CREATE VIEW stat_queries AS SELECT * FROM stat_queries();
 -- Each running HTTP worker since it started: its connections and calls awaiting an answer now,
 -- requests answered (probes and refusals too), those with a status of 400 or more, and the time
--- it spent serving rather than waiting (milliseconds).
+-- it spent serving rather than waiting (milliseconds), connections it refused as it accepted them
+-- (querygate.max_connections_per_ip, querygate.max_connections) and connections it closed at
+-- querygate.request_timeout.
 CREATE FUNCTION stat_workers(
     OUT worker integer, OUT pid integer, OUT started timestamptz, OUT connections bigint,
-    OUT in_flight bigint, OUT requests bigint, OUT errors bigint, OUT busy_time double precision)
+    OUT in_flight bigint, OUT requests bigint, OUT errors bigint, OUT busy_time double precision,
+    OUT connections_refused bigint, OUT connections_timed_out bigint)
     RETURNS SETOF record
     LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'querygate_stat_workers';
 CREATE VIEW stat_workers AS SELECT * FROM stat_workers();

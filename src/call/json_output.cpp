@@ -2,6 +2,7 @@
 #include "call/json_output.hpp"
 
 extern "C" {
+#include "access/detoast.h"
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
@@ -27,6 +28,7 @@ struct Column {
     Kind kind;
     masking::Action action;
     bool is_text; // string category: the mask action keeps a first character
+    bool varlena; // its size is in its header (typlen -1)
     FmgrInfo output;
 };
 
@@ -148,6 +150,7 @@ void init_column(Column &c, const char *name, Oid type, masking::Action action)
     Oid outfunc;
     bool varlena;
     getTypeOutputInfo(type, &outfunc, &varlena);
+    c.varlena = varlena;
     fmgr_info(outfunc, &c.output);
 }
 
@@ -211,8 +214,20 @@ RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions
     return w;
 }
 
+namespace {
+
+void too_large(Size limit)
+{
+    ereport(ERROR, (errcode(response_too_large_sqlstate),
+                    errmsg("querygate: the answer would be larger than querygate.max_response_size "
+                           "(%zu bytes)",
+                           static_cast<size_t>(limit))));
+}
+
+} // namespace
+
 void row_writer_append_array(RowWriter *w, StringInfo out, HeapTuple *tuples, uint64 from,
-                             uint64 to)
+                             uint64 to, Size limit)
 {
     appendStringInfoChar(out, '[');
     for (uint64 r = from; r < to; r++) {
@@ -233,7 +248,12 @@ void row_writer_append_array(RowWriter *w, StringInfo out, HeapTuple *tuples, ui
             appendBinaryStringInfo(out, c.key, c.keylen);
             bool isnull;
             Datum value = heap_getattr(tuples[r], i + 1, w->tupdesc, &isnull);
+            if (limit > 0 && !isnull && c.varlena && c.action != masking::Action::null &&
+                static_cast<Size>(out->len) + toast_raw_datum_size(value) > limit)
+                too_large(limit);
             append_column(out, c, value, isnull, w->hash_key, w->hash_key_len);
+            if (limit > 0 && static_cast<Size>(out->len) > limit)
+                too_large(limit);
         }
         MemoryContextSwitchTo(old);
         MemoryContextReset(w->scratch);

@@ -27,8 +27,15 @@ RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions
 
 // Appends tuples[from..to) as a JSON array. Values are converted in a scratch context reset per
 // row, so a large page costs the size of its JSON, not of every intermediate string.
+//
+// At most `limit` bytes in `out` (0: no limit, querygate.max_response_size): past it, an ERROR
+// with SQLSTATE response_too_large_sqlstate. A value is measured before it is read: a stored
+// value's size is known from its header, before it is decompressed or fetched from its TOAST
+// table, so a value larger than what is left is refused without ever being in memory whole.
 void row_writer_append_array(RowWriter *writer, StringInfo out, HeapTuple *tuples, uint64 from,
-                             uint64 to);
+                             uint64 to, Size limit);
+// querygate's own SQLSTATE for an answer over querygate.max_response_size ("QGR01").
+constexpr int response_too_large_sqlstate = MAKE_SQLSTATE('Q', 'G', 'R', '0', '1');
 
 // One value as a member ("name":value) of a JSON object, written and masked exactly as a column
 // of its type under that action is in a row; nothing for drop. The caller writes the commas.

@@ -322,7 +322,8 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
             out_desc = SPI_tuptable->tupdesc;
             RowWriter *writer = row_writer_create(SPI_tuptable->tupdesc, masked ? actions : nullptr,
                                                   nactions, hash_key, hash_key_len);
-            row_writer_append_array(writer, body, SPI_tuptable->vals, 0, rows);
+            row_writer_append_array(writer, body, SPI_tuptable->vals, 0, rows,
+                                    static_cast<Size>(settings::max_response_size));
         }
         if (portal != nullptr)
             SPI_cursor_close(portal);
@@ -373,6 +374,11 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
         err.message = "invalid value for parameter " + query->param_names[failing_param];
         return err;
     }
+    if (e.sqlerrcode == response_too_large_sqlstate)
+        return api_errors::make(error_code::response_too_large,
+                                "the answer is larger than this server sends (" +
+                                    std::to_string(settings::max_response_size) +
+                                    " bytes): ask for a smaller page");
     if (e.sqlerrcode == ERRCODE_QUERY_CANCELED && client_watch::gone())
         return api_errors::make(error_code::client_closed,
                                 "the caller closed the connection while the query ran");

@@ -59,6 +59,8 @@ inline constexpr ErrorCode permission_denied{403, "permission_denied"};
 // the statistics and the access log; no answer is sent.
 inline constexpr ErrorCode client_closed{499, "client_closed"};
 inline constexpr ErrorCode query_failed{500, "query_failed"};
+// The answer would be larger than querygate.max_response_size (call/json_output.hpp).
+inline constexpr ErrorCode response_too_large{500, "response_too_large"};
 inline constexpr ErrorCode internal_error{500, "internal_error"};
 inline constexpr ErrorCode unavailable{503, "unavailable"};
 // A connection over querygate.max_connections_per_ip or querygate.max_connections, answered as it
@@ -75,7 +77,7 @@ inline constexpr ErrorCode all[] = {
     param_required,       param_invalid,  param_from_claim,  untrusted_code,  table_not_allowed,
     write_op_not_allowed, read_only,      mask_unresolvable, mask_expression, mask_predicate,
     permission_denied,    query_failed,   internal_error,    unavailable,     query_timeout,
-    too_many_connections, client_closed};
+    too_many_connections, client_closed,  response_too_large};
 
 } // namespace error_code
 

@@ -69,6 +69,8 @@ struct WorkerStats {
     uint64_t requests = 0;  // answered, probes and refusals included
     uint64_t errors = 0;    // of those, answered with a status of 400 or more
     uint64_t busy_us = 0;   // time spent serving, not waiting for events
+    uint64_t connections_refused = 0;   // over max_connections(_per_ip), answered 503 at accept
+    uint64_t connections_timed_out = 0; // closed at querygate.request_timeout
 };
 
 // The run history's ring (call/history_ring.hpp), since the server started.

@@ -168,6 +168,15 @@ void render_workers(const std::vector<metrics::WorkerStats> &workers, std::strin
         {"querygate_worker_busy_seconds_total", "counter",
          "Time the worker spent serving rather than waiting for events, since it started.",
          [](const metrics::WorkerStats &w) { return static_cast<double>(w.busy_us) / 1e6; }},
+        {"querygate_worker_connections_refused_total", "counter",
+         "Connections the worker refused as it accepted them (503 too_many_connections).",
+         [](const metrics::WorkerStats &w) { return static_cast<double>(w.connections_refused); }},
+        {"querygate_worker_connections_timed_out_total", "counter",
+         "Connections the worker closed for not sending a whole request within "
+         "querygate.request_timeout.",
+         [](const metrics::WorkerStats &w) {
+             return static_cast<double>(w.connections_timed_out);
+         }},
         {"querygate_worker_start_time_seconds", "gauge",
          "When the worker started, in seconds since the Unix epoch.",
          [](const metrics::WorkerStats &w) { return static_cast<double>(w.started_us) / 1e6; }},

@@ -17,6 +17,7 @@ int workers = 2;
 int statement_timeout = 5000;
 int max_page_size = 1000;
 int max_body_size = 1024 * 1024;
+int max_response_size = 32 * 1024 * 1024;
 int max_connections = 10000;
 int max_connections_per_ip = 1000;
 int request_timeout = 30000;
@@ -113,6 +114,13 @@ void define_reloadable()
     DefineCustomIntVariable("querygate.max_body_size", "Largest request body accepted.", nullptr,
                             &max_body_size, 1024 * 1024, 1024, 1024 * 1024 * 1024, PGC_SIGHUP,
                             GUC_UNIT_BYTE, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.max_response_size", "Largest answer a call may have.",
+        "A page that would be larger fails with 500 response_too_large before the worker's "
+        "memory grows past it; a stored value larger than what is left is refused before it "
+        "is read.",
+        &max_response_size, 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024, PGC_SIGHUP, GUC_UNIT_BYTE,
+        nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "querygate.max_connections_per_ip",
         "HTTP connections one client address may have open at once; 0 turns the limit off.",

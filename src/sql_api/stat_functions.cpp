@@ -100,8 +100,8 @@ QUERYGATE_SQL_FUNCTION(querygate_stat_workers)
         InitMaterializedSRF(fcinfo, 0);
         ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
         for (const metrics::WorkerStats &w : workers) {
-            Datum values[8];
-            bool nulls[8] = {};
+            Datum values[10];
+            bool nulls[10] = {};
             values[0] = Int32GetDatum(w.worker);
             values[1] = Int32GetDatum(w.pid);
             values[2] = TimestampTzGetDatum(from_unix_us(w.started_us));
@@ -110,6 +110,8 @@ QUERYGATE_SQL_FUNCTION(querygate_stat_workers)
             values[5] = Int64GetDatum(static_cast<int64>(w.requests));
             values[6] = Int64GetDatum(static_cast<int64>(w.errors));
             values[7] = Float8GetDatum(static_cast<double>(w.busy_us) / 1000.0);
+            values[8] = Int64GetDatum(static_cast<int64>(w.connections_refused));
+            values[9] = Int64GetDatum(static_cast<int64>(w.connections_timed_out));
             tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
         }
     });

@@ -282,6 +282,8 @@ void serve()
         activity.requests = handler.counts().answered;
         activity.errors = handler.counts().errors;
         activity.in_flight = static_cast<unsigned>(server.waiting_later() + server.held());
+        activity.connections_refused = server.refused_connections();
+        activity.connections_timed_out = server.timed_out_connections();
         activity.busy_us += static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(round_end - woke).count());
         worker_load::publish(activity);

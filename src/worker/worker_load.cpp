@@ -29,6 +29,8 @@ struct Slot {
     pg_atomic_uint64 requests;
     pg_atomic_uint64 errors;
     pg_atomic_uint64 busy_us;
+    pg_atomic_uint64 connections_refused;
+    pg_atomic_uint64 connections_timed_out;
 };
 
 Slot *slots = nullptr; // settings::workers of them
@@ -63,6 +65,8 @@ void worker_load::shmem_init()
             pg_atomic_init_u64(&s.requests, 0);
             pg_atomic_init_u64(&s.errors, 0);
             pg_atomic_init_u64(&s.busy_us, 0);
+            pg_atomic_init_u64(&s.connections_refused, 0);
+            pg_atomic_init_u64(&s.connections_timed_out, 0);
         }
     LWLockRelease(AddinShmemInitLock);
 }
@@ -105,6 +109,8 @@ void worker_load::publish(const Activity &activity)
     pg_atomic_write_u64(&s.errors, activity.errors);
     pg_atomic_write_u64(&s.busy_us, activity.busy_us);
     pg_atomic_write_u32(&s.in_flight, activity.in_flight);
+    pg_atomic_write_u64(&s.connections_refused, activity.connections_refused);
+    pg_atomic_write_u64(&s.connections_timed_out, activity.connections_timed_out);
 }
 
 unsigned worker_load::fewest()
@@ -148,6 +154,8 @@ std::vector<metrics::WorkerStats> worker_load::snapshot()
         w.requests = pg_atomic_read_u64(&s.requests);
         w.errors = pg_atomic_read_u64(&s.errors);
         w.busy_us = pg_atomic_read_u64(&s.busy_us);
+        w.connections_refused = pg_atomic_read_u64(&s.connections_refused);
+        w.connections_timed_out = pg_atomic_read_u64(&s.connections_timed_out);
         out.push_back(w);
     }
     return out;

@@ -44,6 +44,8 @@ struct Activity {
     std::uint64_t errors = 0;
     std::uint64_t busy_us = 0;
     unsigned in_flight = 0;
+    std::uint64_t connections_refused = 0;
+    std::uint64_t connections_timed_out = 0;
 };
 void publish(const Activity &activity);
 // Every running worker's slot.

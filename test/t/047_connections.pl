@@ -40,6 +40,12 @@ sub flood
 	return decode_json($out);
 }
 
+sub worker_sum
+{
+	my ($column) = @_;
+	return $qg->sql("SELECT sum($column) FROM querygate.stat_workers");
+}
+
 sub connections_of_workers
 {
 	return $qg->sql(q{SELECT string_agg(connections::text, ',' ORDER BY worker) FROM querygate.stat_workers});
@@ -53,6 +59,7 @@ for my $pid (@{ $qg->worker_pids })
 }
 
 # ---- one address over querygate.max_connections_per_ip (1000 by default)
+my $refused_before = worker_sum('connections_refused');
 my $r = flood(count => 1500, hold => 1);
 is($r->{failed_to_connect}, 0, '1,500 connections from 127.0.0.1 are made');
 is($r->{opened}, 1000, 'querygate.max_connections_per_ip (1000) of them are held');
@@ -60,6 +67,8 @@ is_deeply($r->{refused}, { '503 too_many_connections' => 500 },
 	'the other 500 are answered 503 too_many_connections, with Retry-After, and closed');
 is_deeply($r->{probe}{statuses}, [ (200) x 5 ], 'meanwhile a caller from 127.0.0.2 is served');
 cmp_ok($r->{probe}{slowest_ms}, '<', 100 * $F, 'in under 100 ms (times the test time factor)');
+ok(QuerygateTest::poll_until(sub { worker_sum('connections_refused') - $refused_before == 500 }),
+	'querygate.stat_workers counts the 500 refused connections');
 
 # Across both workers: the address's connections are spread over them and counted together.
 my $r2;
@@ -77,12 +86,15 @@ is($r2->{opened}, 0, 'a connection more from that address, to whichever worker, 
 is_deeply($r2->{refused}, { '503 too_many_connections' => 10 }, 'each with 503 too_many_connections');
 
 # ---- the request deadline: idle and trickling connections are closed at querygate.request_timeout
+my $timed_out_before = worker_sum('connections_timed_out');
 $r = flood(count => 300, hold => 8, trickle => 0.5);
 is($r->{opened}, 300, '300 connections that send a byte every half second (slowloris)');
 is($r->{closed}{count}, 300, 'every one is closed by the server');
 cmp_ok($r->{closed}{min_s}, '>=', 2.5, 'not before querygate.request_timeout (3 s)');
 cmp_ok($r->{closed}{max_s}, '<', 3 + 2 * $F, 'and at most a moment after it: the bytes do not extend it');
 is_deeply($r->{probe}{statuses}, [ (200) x 5 ], 'meanwhile callers are served');
+ok(QuerygateTest::poll_until(sub { worker_sum('connections_timed_out') - $timed_out_before == 300 }),
+	'querygate.stat_workers counts the 300 connections closed at their deadline');
 
 # ---- no per-address limit: 5,000 idle connections are held, and callers are still served
 $qg->set_and_reload('querygate.max_connections_per_ip', '0');

@@ -131,7 +131,7 @@ int main()
     }
     tap::ok(bad == 0, "every sample is in the family announced before it",
             std::to_string(bad) + " lines out of place");
-    tap::ok(types == helps && types == 17, "17 families, each with HELP and TYPE",
+    tap::ok(types == helps && types == 19, "19 families, each with HELP and TYPE",
             std::to_string(types) + " TYPE, " + std::to_string(helps) + " HELP");
     tap::ok(out.find("p1") == std::string::npos && out.find("p2") == std::string::npos,
             "no policy is a label");
