@@ -14,6 +14,7 @@
 
 #include "call/call_limits.hpp"
 #include "call/client_watch.hpp"
+#include "call/stop_request.hpp"
 #include "call/limit_table.hpp"
 #include "call/history_ring.hpp"
 #include "call/history_values.hpp"
@@ -191,6 +192,7 @@ void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &call
         if (timeout > 0)
             enable_timeout_after(STATEMENT_TIMEOUT, timeout);
         client_watch::start(client_fd);
+        stop_request::call_started();
     });
     started_at = GetCurrentTimestamp();
 }
@@ -206,6 +208,7 @@ void QueryRunner::State::end_call()
     pg::guard([&] {
         disable_timeout(STATEMENT_TIMEOUT, false);
         client_watch::stop();
+        stop_request::call_ended();
         SPI_finish();
         call_hygiene_end(nest, XactReadOnly);
         SetUserIdAndSecContext(user, context);
@@ -344,6 +347,7 @@ void QueryRunner::State::abort_call()
             // What PostgresMain does after an error: no timeout or cancel may outlive the call.
             disable_all_timeouts(false);
             client_watch::stop();
+            stop_request::call_ended();
             QueryCancelPending = false;
             AbortCurrentTransaction();
             call_hygiene_after();
@@ -379,6 +383,10 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
                                 "the answer is larger than this server sends (" +
                                     std::to_string(settings::max_response_size) +
                                     " bytes): ask for a smaller page");
+    if (e.sqlerrcode == ERRCODE_QUERY_CANCELED && stop_request::requested())
+        return api_errors::make(error_code::shutting_down,
+                                "the server is stopping: the call was cancelled and nothing it "
+                                "did was kept");
     if (e.sqlerrcode == ERRCODE_QUERY_CANCELED && client_watch::gone())
         return api_errors::make(error_code::client_closed,
                                 "the caller closed the connection while the query ran");

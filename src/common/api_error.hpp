@@ -63,6 +63,9 @@ inline constexpr ErrorCode query_failed{500, "query_failed"};
 inline constexpr ErrorCode response_too_large{500, "response_too_large"};
 inline constexpr ErrorCode internal_error{500, "internal_error"};
 inline constexpr ErrorCode unavailable{503, "unavailable"};
+// The worker is stopping (src/call/stop_request.hpp): the call was refused or cancelled, and
+// answered with Retry-After; another worker, or this one restarted, serves it.
+inline constexpr ErrorCode shutting_down{503, "shutting_down"};
 // A connection over querygate.max_connections_per_ip or querygate.max_connections, answered as it
 // is accepted and closed.
 inline constexpr ErrorCode too_many_connections{503, "too_many_connections"};
@@ -71,13 +74,13 @@ inline constexpr ErrorCode query_timeout{504, "query_timeout"};
 // Every code above, for what checks answers against the contract (the request-handler fuzz
 // target); test/unit/api_error_test.cpp fails when a code is defined above and missing here.
 inline constexpr ErrorCode all[] = {
-    invalid_body,         invalid_paging, invalid_format,    not_found,       method_not_allowed,
-    payload_too_large,    uri_too_long,   header_too_large,  unauthorized,    query_not_found,
-    sign_in_required,     claim_missing,  privileged_role,   rate_limited,    quota_exceeded,
-    param_required,       param_invalid,  param_from_claim,  untrusted_code,  table_not_allowed,
-    write_op_not_allowed, read_only,      mask_unresolvable, mask_expression, mask_predicate,
-    permission_denied,    query_failed,   internal_error,    unavailable,     query_timeout,
-    too_many_connections, client_closed,  response_too_large};
+    invalid_body,         invalid_paging, invalid_format,     not_found,       method_not_allowed,
+    payload_too_large,    uri_too_long,   header_too_large,   unauthorized,    query_not_found,
+    sign_in_required,     claim_missing,  privileged_role,    rate_limited,    quota_exceeded,
+    param_required,       param_invalid,  param_from_claim,   untrusted_code,  table_not_allowed,
+    write_op_not_allowed, read_only,      mask_unresolvable,  mask_expression, mask_predicate,
+    permission_denied,    query_failed,   internal_error,     unavailable,     query_timeout,
+    too_many_connections, client_closed,  response_too_large, shutting_down};
 
 } // namespace error_code
 

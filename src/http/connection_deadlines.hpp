@@ -1,15 +1,24 @@
-// How long a connection may take to send a whole request: querygate.request_timeout from its
-// opening, or from the answer to its previous request (keep-alive), to the last byte of the
-// request's headers and body. A deadline that bytes arriving do not move: a client that sends a
-// byte a second keeps libmicrohttpd's idle timeout (querygate.idle_timeout) from ever expiring,
-// never this one (a "slowloris"). While a request runs (the handler, a write helper, a flush)
-// nothing is due: statement_timeout bounds that.
+// How long a connection may take to send a request, on two clocks that bytes arriving do not
+// move (a client that sends a byte a second keeps libmicrohttpd's idle timeout,
+// querygate.idle_timeout, from ever expiring: a "slowloris"):
+//  - its first request, whole (headers and body), within querygate.request_timeout of the
+//    connection's opening;
+//  - a later one (keep-alive) within request_timeout of its request line, and in any case
+//    within idle_timeout + request_timeout of the answer to the previous one. Between requests
+//    a connection that sends nothing is closed by the idle timeout alone, so a keep-alive
+//    client that pauses longer than request_timeout keeps its connection (as nginx's
+//    keepalive_timeout and client_header_timeout do); one that trickles its request line is
+//    still bounded.
+// While a request runs (the handler, a write helper, a flush) nothing is due: statement_timeout
+// bounds that.
 //
-// The deadlines are one list in the order they were set, and each is the time it was set plus
-// the same timeout, so the first one is the earliest: setting, clearing and finding what is due
-// cost no search. (A timeout changed by a reload applies to deadlines set from then on; one set
-// before is still met in its turn, at most the old timeout late.) Entries live in the caller's
-// per-connection state; nothing here allocates. Plain C++.
+// Each clock is one list in the order its deadlines were set, and each deadline in a list is
+// the time it was set plus the list's timeout, so a list's first one is its earliest: setting,
+// clearing and finding what is due cost no search. With no request timeout a connection between
+// requests is still listed, never due, so that a worker that stops can close every one. (A timeout
+// changed by a reload applies to deadlines set from then on; one set before is still met in its
+// turn, at most the old timeout late.) Entries live in the caller's per-connection state; nothing
+// here allocates. Plain C++.
 #pragma once
 
 #include <chrono>
@@ -17,41 +26,64 @@
 class ConnectionDeadlines {
   public:
     using Clock = std::chrono::steady_clock;
+    struct List;
 
-    // One connection's place in the list (in its per-connection state).
+    // One connection's place in a list (in its per-connection state).
     struct Entry {
         int fd = -1;
         Clock::time_point due{};
         Entry *prev = nullptr;
         Entry *next = nullptr;
-        bool listed = false;
+        List *list = nullptr; // none: nothing is due
+        bool listed() const { return list != nullptr; }
     };
 
-    // The timeout for deadlines set from now on; zero or less: none is set.
-    void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+    struct List {
+        Entry *head = nullptr;
+        Entry *tail = nullptr;
+        std::chrono::milliseconds timeout{0};
+    };
 
-    // The connection waits for a request from `now`: opened, or its previous request answered.
-    void waiting(Entry &e, Clock::time_point now);
+    // querygate.request_timeout and idle_timeout, for deadlines set from now on; a request
+    // timeout of zero or less sets none.
+    void set_timeouts(std::chrono::milliseconds request, std::chrono::milliseconds idle);
+
+    // The connection has opened: its first request is due request_timeout from now.
+    void opened(Entry &e, Clock::time_point now);
+    // Its previous request was answered and it stays open: the next one is due idle_timeout +
+    // request_timeout from now.
+    void answered(Entry &e, Clock::time_point now);
+    // A request line has arrived: the request is due request_timeout from now, or earlier if
+    // it already was.
+    void request_line(Entry &e, Clock::time_point now);
     // Its request has arrived whole, or it is closing: nothing is due for it.
     void done(Entry &e);
 
-    // Takes every connection whose deadline has passed off the list, first due first, and calls
-    // expired(fd) for each.
+    // Takes every connection whose deadline has passed off its list, first due first, and
+    // calls expired(fd) for each.
     template <typename Fn> void expire(Clock::time_point now, Fn &&expired)
     {
-        while (head_ != nullptr && head_->due <= now) {
-            Entry *e = head_;
+        for (Entry *e = first(); e != nullptr && e->due <= now; e = first()) {
             done(*e);
             expired(e->fd);
         }
     }
 
+    // Takes every connection off the lists, due or not (a worker stopping).
+    template <typename Fn> void expire_all(Fn &&expired)
+    {
+        expire(Clock::time_point::max(), expired);
+    }
+
     // Milliseconds (rounded up) until the first deadline; -1 when none is set.
     long ms_until_next(Clock::time_point now) const;
-    bool empty() const { return head_ == nullptr; }
+    bool empty() const { return first() == nullptr; }
 
   private:
-    Entry *head_ = nullptr;
-    Entry *tail_ = nullptr;
-    std::chrono::milliseconds timeout_{0};
+    void push(List &list, Entry &e, Clock::time_point now);
+    Entry *first() const;
+
+    List request_;    // first requests and request lines: request_timeout
+    List keep_alive_; // after an answer: idle_timeout + request_timeout
+    List untimed_;    // between requests with no request timeout: never due
 };

@@ -50,6 +50,17 @@ struct HttpServer::ConnectionState {
     std::uintptr_t slot = 0;
 };
 
+namespace {
+// A connection's state, or null when there was no memory to follow it.
+HttpServer::ConnectionState *connection_state(MHD_Connection *conn)
+{
+    const MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info != nullptr ? static_cast<HttpServer::ConnectionState *>(info->socket_context)
+                           : nullptr;
+}
+} // namespace
+
 // Per-request state between libmicrohttpd callbacks, made when the request line arrives.
 struct HttpServer::RequestState {
     HttpRequest request;
@@ -130,7 +141,8 @@ std::string client_address(MHD_Connection *conn)
     return buf;
 }
 
-MHD_Result send(MHD_Connection *conn, const HttpResponse &resp)
+// Queues an answer; `last`: the connection closes after it (libmicrohttpd reads the header).
+MHD_Result send(MHD_Connection *conn, const HttpResponse &resp, bool last)
 {
     MHD_Response *r = MHD_create_response_from_buffer(
         resp.body.size(), const_cast<char *>(resp.body.data()), MHD_RESPMEM_MUST_COPY);
@@ -139,6 +151,8 @@ MHD_Result send(MHD_Connection *conn, const HttpResponse &resp)
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp.content_type.c_str());
     for (const auto &h : resp.headers)
         MHD_add_response_header(r, h.first.c_str(), h.second.c_str());
+    if (last)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     const bool queued = own_answers::queue_ours(conn, static_cast<unsigned int>(resp.status), r);
     MHD_destroy_response(r);
     return queued ? MHD_YES : MHD_NO;
@@ -172,18 +186,20 @@ struct HttpServer::Callbacks {
                 // A framing libmicrohttpd would read otherwise than a proxy (framing.hpp):
                 // refused now, before the body; an answer queued on this first call closes the
                 // connection after it.
-                if (const int status = framing::refusal(req)) {
+                // A request that arrives while the worker stops is refused the same way.
+                const int status = self->stopping() ? 503 : framing::refusal(req);
+                if (status != 0) {
                     self->request_arrived(conn);
                     HttpResponse resp;
                     self->answered_++;
                     self->refusal_(req, status, resp);
-                    return send(conn, resp);
+                    return send(conn, resp, self->stopping());
                 }
                 return MHD_YES;
             }
             // Resumed by release_held() (the writes it may show are durable) or answer_later().
             if (state->held)
-                return send(conn, state->response);
+                return send(conn, state->response, self->stopping());
             if (*upload_data_size > 0) {
                 size_t n = *upload_data_size;
                 *upload_data_size = 0;
@@ -216,7 +232,7 @@ struct HttpServer::Callbacks {
             }
             if (self->hold(conn, state, resp))
                 return MHD_YES;
-            return send(conn, resp);
+            return send(conn, resp, self->stopping());
         } catch (const std::exception &e) {
             self->keep_log(self->log_.faults, e.what());
             return internal_error(self, state, conn);
@@ -234,7 +250,7 @@ struct HttpServer::Callbacks {
         try {
             HttpResponse resp;
             self->refusal_(state != nullptr ? state->request : HttpRequest(), 500, resp);
-            return send(conn, resp);
+            return send(conn, resp, self->stopping());
         } catch (...) {
             return MHD_NO;
         }
@@ -242,8 +258,11 @@ struct HttpServer::Callbacks {
 
     // The request line has arrived (libmicrohttpd's URI log callback): the request's state
     // starts here, so a query string too long for libmicrohttpd's memory can be cut first.
-    static void *request_line(void *, const char *uri, MHD_Connection *)
+    static void *request_line(void *cls, const char *uri, MHD_Connection *conn)
     {
+        if (HttpServer::ConnectionState *c = connection_state(conn))
+            static_cast<HttpServer *>(cls)->deadlines_.request_line(
+                c->deadline, ConnectionDeadlines::Clock::now());
         try {
             auto *state = new HttpServer::RequestState();
             state->too_many_args = cut_query_string(uri);
@@ -258,16 +277,12 @@ struct HttpServer::Callbacks {
     {
         delete static_cast<HttpServer::RequestState *>(*con_cls);
         *con_cls = nullptr;
-        // Answered, and kept alive: the next request's deadline starts now. (Any other end
+        // Answered, and kept alive: the bound on the next request starts now. (Any other end
         // closes the connection.)
         if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
-            auto *self = static_cast<HttpServer *>(cls);
-            const MHD_ConnectionInfo *info =
-                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-            if (info != nullptr && info->socket_context != nullptr)
-                self->deadlines_.waiting(
-                    static_cast<HttpServer::ConnectionState *>(info->socket_context)->deadline,
-                    ConnectionDeadlines::Clock::now());
+            if (HttpServer::ConnectionState *c = connection_state(conn))
+                static_cast<HttpServer *>(cls)->deadlines_.answered(
+                    c->deadline, ConnectionDeadlines::Clock::now());
         }
     }
 
@@ -291,7 +306,7 @@ struct HttpServer::Callbacks {
                 MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
             state->deadline.fd = fd != nullptr ? fd->connect_fd : -1;
             if (state->deadline.fd >= 0)
-                self->deadlines_.waiting(state->deadline, ConnectionDeadlines::Clock::now());
+                self->deadlines_.opened(state->deadline, ConnectionDeadlines::Clock::now());
             MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, self->idle_timeout_s_);
             *socket_context = state;
             return;
@@ -466,18 +481,22 @@ void HttpServer::run()
     });
 }
 
+void HttpServer::close_waiting()
+{
+    deadlines_.expire_all([](int fd) { ::shutdown(fd, SHUT_RDWR); });
+}
+
 void HttpServer::set_timeouts(long request_timeout_ms, unsigned idle_timeout_s)
 {
-    deadlines_.set_timeout(std::chrono::milliseconds(std::max(0L, request_timeout_ms)));
     idle_timeout_s_ = std::max(1u, idle_timeout_s);
+    deadlines_.set_timeouts(std::chrono::milliseconds(std::max(0L, request_timeout_ms)),
+                            std::chrono::seconds(idle_timeout_s_));
 }
 
 void HttpServer::request_arrived(MHD_Connection *conn)
 {
-    const MHD_ConnectionInfo *info =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    if (info != nullptr && info->socket_context != nullptr)
-        deadlines_.done(static_cast<ConnectionState *>(info->socket_context)->deadline);
+    if (ConnectionState *c = connection_state(conn))
+        deadlines_.done(c->deadline);
 }
 
 void HttpServer::refuse_connection(int fd, int refused)

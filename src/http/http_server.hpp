@@ -72,10 +72,18 @@ class HttpServer {
     std::uint64_t refused_connections() const { return refused_connections_; }
     std::uint64_t timed_out_connections() const { return timed_out_connections_; }
 
-    // querygate.request_timeout (ms: a whole request, from the connection's opening or its
-    // previous answer; 0: none) and querygate.idle_timeout (s: nothing sent), for connections
+    // querygate.request_timeout (ms: a whole request, from the connection's opening or a later
+    // request's line; 0: none) and querygate.idle_timeout (s: nothing sent), for connections
     // from now on. See connection_deadlines.hpp.
     void set_timeouts(long request_timeout_ms, unsigned idle_timeout_s);
+    // Stopping (`asked` says when the worker has been asked to, src/call/stop_request.hpp):
+    // from then on every request is refused with 503 before its body is read, every answer
+    // closes its connection (Connection: close), and close_waiting() shuts down every connection
+    // that is not being answered (idle, or sending a request), as its deadline would. Asked from
+    // the callbacks, so an answer made in the round the request came is already the last.
+    void set_stop_request(std::function<bool()> asked) { stop_asked_ = std::move(asked); }
+    bool stopping() const { return stop_asked_ && stop_asked_(); }
+    void close_waiting();
     // errno of the last failed accept.
     int accept_error() const { return accept_error_; }
     // Connections libmicrohttpd holds open.
@@ -152,6 +160,7 @@ class HttpServer {
     bool adding_taken_ = false;
     ConnectionDeadlines deadlines_;
     unsigned idle_timeout_s_ = 60;
+    std::function<bool()> stop_asked_;
     std::uint64_t refused_connections_ = 0;
     std::uint64_t timed_out_connections_ = 0;
 };

@@ -298,7 +298,7 @@ void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse
         e = api_errors::make(ErrorCode{status, error_code::invalid_request},
                              "the request's Transfer-Encoding is not supported (only chunked)");
     else if (status == 503)
-        e = api_errors::make(error_code::unavailable, "the server is stopping");
+        e = api_errors::make(error_code::shutting_down, "the server is stopping");
     else if (status >= 500)
         e = api_errors::make(ErrorCode{status, error_code::internal_error.code},
                              "the request could not be processed");
@@ -307,6 +307,8 @@ void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse
                              "the request is not well-formed HTTP");
     write_error(response, e, id);
     response.add_header("X-Request-Id", id);
+    if (status == 503)
+        response.add_header("Retry-After", "1");
     count(response);
     if (logging())
         log_answer(start_log(request), response, id); // refused as it came: no time of ours
@@ -597,6 +599,8 @@ void RequestHandler::answer_call(CallResult &result, long page, long page_size,
     if (result.error.set()) {
         write_error(response, result.error, id);
         add_limit_headers(response, result.limits);
+        if (result.error.code == error_code::shutting_down.code)
+            response.add_header("Retry-After", "1"); // another worker, or this one restarted
         return;
     }
     add_limit_headers(response, result.limits);

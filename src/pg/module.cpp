@@ -85,11 +85,13 @@ void register_process(const char *function, const char *name, const char *type,
 void register_processes()
 {
     // Consistent state, not recovery finished: workers also serve read-only calls on standbys.
+    // Restarted at once when one exits (pg_terminate_backend: it serves again within a second);
+    // worker_load::pace_start keeps one that fails as it starts from starting in a loop.
     for (int i = 0; i < settings::workers; i++) {
         char name[BGW_MAXLEN];
         snprintf(name, sizeof(name), "querygate http worker %d", i + 1);
         register_process("querygate_http_worker_main", name, "querygate http worker",
-                         BgWorkerStart_ConsistentState, 5, Int32GetDatum(i));
+                         BgWorkerStart_ConsistentState, 0, Int32GetDatum(i));
     }
     // The WAL flusher (src/worker/wal_flusher.hpp), last, so that a server short of worker slots
     // loses it rather than a worker. Not during recovery: nothing is written there, and a promoted

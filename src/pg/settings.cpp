@@ -130,9 +130,10 @@ void define_reloadable()
     DefineCustomIntVariable(
         "querygate.request_timeout",
         "Longest time a connection may take to send a whole request; 0 turns the limit off.",
-        "Counted from the connection's opening, or from the answer to its previous request, to "
-        "the request's last byte; bytes arriving slowly do not extend it. The connection is then "
-        "closed.",
+        "Counted to the request's last byte from the connection's opening (its first request) "
+        "or from its request line (a later one, which must also come within idle_timeout more "
+        "of the previous answer); bytes arriving slowly do not extend it. The connection is "
+        "then closed.",
         &request_timeout, 30000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "querygate.idle_timeout", "Longest time a connection may send nothing before it is closed.",

@@ -4,8 +4,11 @@
 // WaitEventSet beside the process latch and postmaster death; MHD_get_timeout bounds the wait; and
 // MHD_run, called on this thread, runs every request callback, so SPI and every other PostgreSQL
 // call happen here only. Signals as worker_spi handles them: SIGHUP sets a flag and the latch and
-// the loop reloads settings; SIGTERM (die) makes the next CHECK_FOR_INTERRUPTS end the process,
-// cancelling a running query on the way. A worker serves one call at a time; between calls it
+// the loop reloads settings. SIGTERM (a server stopping, or pg_terminate_backend) cancels the
+// running call, which is answered 503 shutting_down (src/call/stop_request.hpp); the worker
+// then drains: it accepts nothing more, refuses what arrives, closes its connections between
+// requests, sends what it has answered, and exits (exit code 1, so that after
+// pg_terminate_backend it starts again). A worker serves one call at a time; between calls it
 // accepts new connections when it holds the fewest (src/http/accept_gate.hpp). After a round that
 // answered something it may look for the next request for a few microseconds before it sleeps
 // (querygate.busy_poll; src/http/busy_poll.hpp says when and why).
@@ -29,6 +32,7 @@ extern "C" {
 #include "http/listen_socket.hpp"
 #include "http/log_throttle.hpp"
 #include "call/query_runner.hpp"
+#include "call/stop_request.hpp"
 #include "pg/pg_guard.hpp"
 #include "worker/access_log_sink.hpp"
 #include "worker/connection_counts.hpp"
@@ -51,6 +55,10 @@ PGDLLEXPORT void querygate_http_worker_main(Datum main_arg);
 }
 
 namespace {
+
+// How long a stopping worker waits at most for its answers to go out (a caller that reads its
+// answer slowly); its running call was cancelled at once.
+constexpr std::chrono::seconds drain_time{5};
 
 // What the HTTP server kept to log (http_server.hpp), logged after a round: libmicrohttpd's
 // messages are about callers' requests, so they go through the throttle (log_throttle.hpp: the
@@ -166,6 +174,7 @@ void serve()
     server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
     server.set_timeouts(settings::request_timeout, static_cast<unsigned>(settings::idle_timeout));
     server.set_hold([&group_commit] { return group_commit.hold_until(); });
+    server.set_stop_request([] { return stop_request::requested(); });
     connection_counts::start_worker();
     server.set_admission(HttpServer::Admission{
         [](const sockaddr *addr, socklen_t len, std::uintptr_t &slot) {
@@ -203,9 +212,13 @@ void serve()
     BusyPoll busy_poll;
     bool look = false;              // look for the next request before sleeping
     worker_load::Activity activity; // this worker's totals (querygate.stat_workers)
+    AcceptGate::Clock::time_point stop_by{};
     for (;;) {
         const auto now = AcceptGate::Clock::now();
-        const bool watching = gate.watching(now);
+        const bool stopping = server.stopping();
+        if (stopping && stop_by == AcceptGate::Clock::time_point{})
+            stop_by = now + drain_time;
+        const bool watching = !stopping && gate.watching(now);
         // Answers held for a flush: the flusher sets the latch once it has flushed; the short
         // timeout only bounds a wake-up lost to a flush done by someone else.
         long timeout = server.timeout_ms();
@@ -217,7 +230,9 @@ void serve()
             timeout = sooner(timeout, 100);
         timeout = sooner(timeout, stats.report(now));
         timeout = sooner(timeout, http_log.ms_until_due(now));
-        if (!watching)
+        if (stopping)
+            timeout = sooner(timeout, 50); // bounds the drain
+        else if (!watching)
             timeout = sooner(timeout, gate.ms_until_watching(now));
         WaitEvent fired[4];
         WaitEventSet *set = watching ? accepting : quiet;
@@ -287,6 +302,13 @@ void serve()
         activity.busy_us += static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(round_end - woke).count());
         worker_load::publish(activity);
+        if (stopping) {
+            server.close_waiting();
+            const bool drained =
+                server.connections() == 0 && helpers.busy() == 0 && !server.holding();
+            if (drained || round_end >= stop_by)
+                return; // what is still open is closed as the server is destroyed
+        }
     }
 }
 
@@ -309,7 +331,8 @@ void raise_open_file_limit()
 void querygate_http_worker_main(Datum main_arg)
 {
     pqsignal(SIGHUP, SignalHandlerForConfigReload);
-    pqsignal(SIGTERM, die);
+    stop_request::install();
+    worker_load::pace_start(DatumGetInt32(main_arg));
     BackgroundWorkerUnblockSignals();
 
     BackgroundWorkerInitializeConnection(settings::database, nullptr, 0);

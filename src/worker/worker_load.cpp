@@ -7,9 +7,11 @@ extern "C" {
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
 }
 
 #include "common/settings.hpp"
@@ -25,7 +27,8 @@ struct Slot {
     pg_atomic_uint32 connections; // `absent` while no worker runs in the slot
     pg_atomic_uint32 in_flight;
     pg_atomic_uint32 pid;
-    pg_atomic_uint64 started_us; // Unix microseconds
+    pg_atomic_uint64 started_us;  // Unix microseconds
+    pg_atomic_uint64 launched_us; // when a process last began in the slot (pace_start)
     pg_atomic_uint64 requests;
     pg_atomic_uint64 errors;
     pg_atomic_uint64 busy_us;
@@ -62,6 +65,7 @@ void worker_load::shmem_init()
             pg_atomic_init_u32(&s.in_flight, 0);
             pg_atomic_init_u32(&s.pid, 0);
             pg_atomic_init_u64(&s.started_us, 0);
+            pg_atomic_init_u64(&s.launched_us, 0);
             pg_atomic_init_u64(&s.requests, 0);
             pg_atomic_init_u64(&s.errors, 0);
             pg_atomic_init_u64(&s.busy_us, 0);
@@ -69,6 +73,20 @@ void worker_load::shmem_init()
             pg_atomic_init_u64(&s.connections_timed_out, 0);
         }
     LWLockRelease(AddinShmemInitLock);
+}
+
+void worker_load::pace_start(int worker)
+{
+    if (slots == nullptr || worker < 0 || worker >= settings::workers)
+        return; // attach() says so
+    pg_atomic_uint64 &launched = slots[worker].launched_us;
+    const TimestampTz now = GetCurrentTimestamp();
+    const TimestampTz last = static_cast<TimestampTz>(pg_atomic_read_u64(&launched));
+    const long wait_ms =
+        last != 0 && now - last < 1000 * 1000 ? (1000 * 1000 - (now - last)) / 1000 : 0;
+    pg_atomic_write_u64(&launched, static_cast<uint64>(now + wait_ms * 1000));
+    if (wait_ms > 0)
+        (void)WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms, PG_WAIT_EXTENSION);
 }
 
 void worker_load::attach(int worker)

@@ -27,6 +27,11 @@ std::size_t shmem_size();
 // Creates or attaches the array; called from the shmem_startup hook.
 void shmem_init();
 
+// Called first as a worker starts: the postmaster starts a worker that exited again at once
+// (bgw_restart_time 0, so that one terminated serves again within a second), and one that fails
+// as it starts would start again in a loop; so a worker that starts less than a second after
+// the previous start in its slot waits out the rest of that second.
+void pace_start(int worker);
 // Claims slot `worker` for this process: its count starts at 0 and goes back to absent at exit.
 void attach(int worker);
 // This process's slot (0-based), -1 when it is not a worker.

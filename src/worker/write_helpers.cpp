@@ -19,6 +19,7 @@ extern "C" {
 }
 
 #include "call/query_runner.hpp"
+#include "call/stop_request.hpp"
 #include "common/call_codec.hpp"
 #include "common/settings.hpp"
 #include "pg/pg_guard.hpp"
@@ -340,6 +341,9 @@ void serve_calls(shm_mq_handle *in, shm_mq_handle *out)
         shm_mq_result r = SHM_MQ_DETACHED;
         pg::guard([in, &r, &size, &data] { r = shm_mq_receive(in, &size, &data, true); });
         if (r == SHM_MQ_WOULD_BLOCK) {
+            // Asked to stop (stop_request.hpp): every request it was sent has been answered.
+            if (stop_request::requested())
+                return;
             const long timeout = stats.report(StatsReporter::Clock::now());
             (void)WaitLatch(MyLatch,
                             WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (timeout >= 0 ? WL_TIMEOUT : 0),
@@ -376,7 +380,7 @@ void serve_calls(shm_mq_handle *in, shm_mq_handle *out)
 void querygate_write_helper_main(Datum main_arg)
 {
     pqsignal(SIGHUP, SignalHandlerForConfigReload);
-    pqsignal(SIGTERM, die);
+    stop_request::install();
     BackgroundWorkerUnblockSignals();
 
     // The segment outlives this process only while its worker holds it: gone, there is no work.

@@ -25,11 +25,13 @@
 // none at all (none could start, or querygate.write_helpers is 0) runs writes itself, as it did
 // before helpers.
 //
-// What can go wrong: a helper that exits during a call (killed, out of memory) leaves that call's
-// outcome unknown; its caller gets 500 internal_error, and the worker starts another helper for
-// the next write. A helper is not waited for when it starts: its first request waits in its queue.
-// One that never starts, or exits before it has read its request, is seen by the worker from the
-// queue (nothing of that call ran), and the call goes first in line for another helper.
+// What can go wrong: a helper asked to stop during a call (the server stopping,
+// pg_terminate_backend) cancels it and answers 503 shutting_down before it exits
+// (call/stop_request.hpp). One that exits otherwise during a call (a FATAL error) leaves that
+// call's outcome unknown; its caller gets 500 internal_error, and the worker starts another helper
+// for the next write. A helper is not waited for when it starts: its first request waits in its
+// queue. One that never starts, or exits before it has read its request, is seen by the worker from
+// the queue (nothing of that call ran), and the call goes first in line for another helper.
 #pragma once
 
 #include "common/call.hpp"

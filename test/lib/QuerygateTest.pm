@@ -372,6 +372,13 @@ sub connect_raw
 # or ('none', '') if none came within $timeout seconds.
 sub read_response
 {
+	my ($status, $body) = read_response_with_head(@_);
+	return ($status, $body);
+}
+
+# As read_response, and the response's head (status line and headers) third.
+sub read_response_with_head
+{
 	my ($sock, $timeout) = @_;
 	my ($head, $body, $sel, $deadline) = ('', '', IO::Select->new($sock), time() + $timeout);
 	my $len;
@@ -379,7 +386,7 @@ sub read_response
 	{
 		if (defined $len)
 		{
-			return (($head =~ m{^HTTP/1\.\d (\d+)})[0], $body) if length($body) >= $len;
+			return (($head =~ m{^HTTP/1\.\d (\d+)})[0], $body, $head) if length($body) >= $len;
 		}
 		elsif ($head =~ /\r\n\r\n\z/)
 		{
@@ -395,6 +402,25 @@ sub read_response
 		last unless $n;
 	}
 	return ('none', '');
+}
+
+# Reads from $sock until the peer closes it or $timeout seconds pass, and closes it; returns
+# (the bytes read, whether the peer closed it).
+sub wait_close
+{
+	my ($sock, $timeout) = @_;
+	my $sel = IO::Select->new($sock);
+	my ($got, $closed) = ('', 0);
+	my $deadline = time() + $timeout;
+	while (time() < $deadline)
+	{
+		last unless $sel->can_read($deadline - time());
+		my $n = sysread($sock, my $buf, 65536);
+		if (!$n) { $closed = 1; last; }
+		$got .= $buf;
+	}
+	close $sock;
+	return ($got, $closed);
 }
 
 # Reads from $sock until the peer closes or $timeout seconds pass, closes it, returns the bytes.

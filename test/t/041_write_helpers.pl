@@ -3,8 +3,8 @@
 # One worker, so that without helpers it would serve nobody else meanwhile (shown with
 # querygate.write_helpers = 0). Also: with every helper busy and no room for another
 # (max_worker_processes = 6: the worker, the WAL flusher, the writer and the logical replication launcher leave
-# two slots, the worker's share), a write waits for a free helper while the worker serves on; a helper killed during a call
-# gives its caller the documented 500 and the worker goes on; with no slot at all, the worker runs
+# two slots, the worker's share), a write waits for a free helper while the worker serves on; a helper terminated during
+# a call has the call cancelled, answered 503 shutting_down, and the worker goes on; with no slot at all, the worker runs
 # writes itself. Last, querygate raises max_worker_processes when the administrator left it unset.
 use strict;
 use warnings;
@@ -125,7 +125,7 @@ is(answer($b, timeouts(10)), '200 {"rows_affected":1}', 'and the third, once a h
 is($qg->sql('SELECT string_agg(n::text, \',\' ORDER BY id) FROM counters'), '3,2,1,0,0',
 	'every write wrote once');
 
-# ---- a helper killed during a call
+# ---- a helper terminated during a call: the call is cancelled and answered (stop_request.hpp)
 $lock = hold_rows(4);
 send_bump($a, 4);
 ok(blocked_helpers(1), 'a write waits in a helper');
@@ -133,10 +133,12 @@ my $victim = $qg->sql(q{SELECT pid FROM pg_stat_activity
 	WHERE backend_type = 'querygate write helper' AND wait_event_type = 'Lock'});
 $qg->sql("SELECT pg_terminate_backend($victim)");
 my ($code, $body) = read_response($a, timeouts(10));
-is($code, '500', 'its caller gets 500');
-is(json_decode($body)->{code}, 'internal_error', 'with the code internal_error');
+is($code, '503', 'its caller gets 503');
+is(json_decode($body)->{code}, 'shutting_down', 'with the code shutting_down');
 release($lock);
-is(counter(4), 0, 'the killed call wrote nothing');
+is(counter(4), 0, 'the cancelled call wrote nothing');
+ok(QuerygateTest::poll_until(sub { $qg->sql("SELECT count(*) FROM pg_stat_activity WHERE pid = $victim") == 0 }),
+	'and the helper has exited');
 send_bump($a, 4);
 is(answer($a, timeouts(10)), '200 {"rows_affected":1}', 'the next write answers');
 is(counter(4), 1, 'and wrote');

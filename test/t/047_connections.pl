@@ -6,7 +6,9 @@
 # (each worker raised its open-file limit to the hard limit) and callers are still served, from
 # that address too; connections that send a byte every half second (slowloris) are closed at
 # querygate.request_timeout from their opening, which the bytes do not move; a keep-alive
-# connection that sends nothing after its answer is closed after querygate.idle_timeout;
+# connection that sends nothing after its answer is closed after querygate.idle_timeout, one that
+# pauses longer than the request timeout is still served, and a request line starts the request
+# timeout for the headers behind it;
 # querygate.max_connections bounds them all; and the counts of a worker that is terminated go
 # with it.
 use strict;
@@ -16,7 +18,8 @@ use JSON::PP;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
-use Time::HiRes qw(time);
+use IO::Select;
+use Time::HiRes qw(sleep time);
 
 my $qg = QuerygateTest->start(name => 'connections', workers => 2,
 	conf => "querygate.request_timeout = '3s'\nquerygate.idle_timeout = '2s'\n");
@@ -155,5 +158,41 @@ $qg->wait_health;
 ok(QuerygateTest::poll_until(sub { connections_of_workers() eq '0,0' }), 'no connection is open');
 $r = flood(count => 100, hold => 0.5);
 is($r->{opened}, 100, 'the address can open its 100 again: the dead workers\' counts are gone');
+
+# ---- keep-alive: a pause between requests is the idle timeout's; a request line starts the
+# request deadline, which a trickle of headers does not extend
+$qg->set_and_reload('querygate.request_timeout', '1s');
+$qg->set_and_reload('querygate.idle_timeout', '5s');
+$qg->node->restart;
+$qg->wait_health;
+{
+	local $SIG{PIPE} = 'IGNORE';
+	my $sock = $qg->connect_raw;
+	my $call = "GET /q/cn_one HTTP/1.1\r\nHost: x\r\nX-API-Key: $key\r\n\r\n";
+	print $sock $call;
+	is((QuerygateTest::read_response($sock, 10 * $F))[0], '200', 'a call on a keep-alive connection');
+	sleep 2.5;
+	print $sock $call;
+	is((QuerygateTest::read_response($sock, 10 * $F))[0], '200',
+		'after a pause longer than querygate.request_timeout (1 s), shorter than idle_timeout (5 s), the next call is served');
+	print $sock "GET /q/cn_one HTTP/1.1\r\n";
+	my $t0 = time();
+	my $sel = IO::Select->new($sock);
+	my ($closed, $rest) = (undef, '');
+	while (time() - $t0 < 10 * $F)
+	{
+		if ($sel->can_read(0.2))
+		{
+			my $n = sysread($sock, my $buf, 4096);
+			$rest .= $buf if $n;
+			if (!$n) { $closed = time() - $t0; last; }
+		}
+		print $sock 'X';
+	}
+	ok(defined $closed, 'a request whose headers trickle in a byte every 0.2 s is closed');
+	is($rest, '', 'with no answer');
+	cmp_ok($closed // 0, '>=', 0.8, 'not before querygate.request_timeout from its request line');
+	cmp_ok($closed // 99, '<', 1 + 2 * $F, 'and at most a moment after it');
+}
 
 done_testing();
