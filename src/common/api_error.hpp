@@ -66,6 +66,8 @@ inline constexpr ErrorCode unavailable{503, "unavailable"};
 // The worker is stopping (src/call/stop_request.hpp): the call was refused or cancelled, and
 // answered with Retry-After; another worker, or this one restarted, serves it.
 inline constexpr ErrorCode shutting_down{503, "shutting_down"};
+// A request that waited too long for its worker (src/http/overload_gate.hpp), refused at once.
+inline constexpr ErrorCode overloaded{503, "overloaded"};
 // A connection over querygate.max_connections_per_ip or querygate.max_connections, answered as it
 // is accepted and closed.
 inline constexpr ErrorCode too_many_connections{503, "too_many_connections"};
@@ -80,7 +82,7 @@ inline constexpr ErrorCode all[] = {
     param_required,       param_invalid,  param_from_claim,   untrusted_code,  table_not_allowed,
     write_op_not_allowed, read_only,      mask_unresolvable,  mask_expression, mask_predicate,
     permission_denied,    query_failed,   internal_error,     unavailable,     query_timeout,
-    too_many_connections, client_closed,  response_too_large, shutting_down};
+    too_many_connections, client_closed,  response_too_large, shutting_down,   overloaded};
 
 } // namespace error_code
 

@@ -34,6 +34,8 @@ extern int max_connections; // querygate.max_connections: open at once, every wo
 extern int max_connections_per_ip; // querygate.max_connections_per_ip, 0 = no limit (reload)
 extern int request_timeout;   // querygate.request_timeout, ms to send a whole request, 0 = none
 extern int idle_timeout;      // querygate.idle_timeout, s a keep-alive connection may idle (reload)
+extern int overload_target;   // querygate.overload_target, ms a request may wait once overloaded
+extern int overload_interval; // querygate.overload_interval, ms of long waits that make an overload
 extern char *trusted_proxies; // querygate.trusted_proxies: CIDRs whose X-Forwarded-For is believed
 extern char *jwt_secret;      // querygate.jwt_secret: HS256 key, superuser-only (reload)
 extern char *jwt_issuer;      // querygate.jwt_issuer (reload)

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <new>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,6 +49,7 @@ bool HttpRequest::header_list(const char *lower_name, std::string &out) const
 struct HttpServer::ConnectionState {
     ConnectionDeadlines::Entry deadline;
     std::uintptr_t slot = 0;
+    bool fresh = true; // no request read yet: it may have waited to be accepted
 };
 
 namespace {
@@ -67,7 +69,9 @@ struct HttpServer::RequestState {
     bool started = false;       // the first access callback ran
     bool too_many_args = false; // the query string was cut (cut_query_string)
     bool too_large = false;
-    bool held = false; // the response waits in `response`; the connection was resumed for it
+    bool held = false;       // the response waits in `response`; the connection was resumed for it
+    bool overloaded = false; // refused for its wait (shed): only its body is left to discard
+    std::chrono::microseconds waited{0};
     HttpResponse response;
 };
 
@@ -177,6 +181,12 @@ struct HttpServer::Callbacks {
                 HttpRequest &req = state->request;
                 req.method = method;
                 req.path = url;
+                // Refused for its wait: nothing more of it is read than what the log needs.
+                if (!self->stopping() && self->shed(conn, state->waited)) {
+                    state->overloaded = true;
+                    req.client_address = client_address(conn);
+                    return MHD_YES;
+                }
                 MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &req);
                 MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_header, &req);
                 req.client_address = client_address(conn);
@@ -203,7 +213,7 @@ struct HttpServer::Callbacks {
             if (*upload_data_size > 0) {
                 size_t n = *upload_data_size;
                 *upload_data_size = 0;
-                if (state->too_large)
+                if (state->too_large || state->overloaded)
                     return MHD_YES; // keep reading and discarding until the body ends
                 if (state->request.body.size() + n > self->max_body_size_) {
                     state->too_large = true;
@@ -218,7 +228,9 @@ struct HttpServer::Callbacks {
             HttpResponse resp;
             resp.headers.reserve(8); // a call's: its paging, its request id, its limits
             self->answered_++;
-            if (state->too_many_args)
+            if (state->overloaded)
+                self->overload_refusal_(state->request, state->waited, resp);
+            else if (state->too_many_args)
                 self->refusal_(state->request, 414, resp);
             else if (state->too_large)
                 self->refusal_(state->request, 413, resp);
@@ -468,8 +480,44 @@ long HttpServer::timeout_ms() const
     return deadline < 0 ? own : std::min(own, deadline);
 }
 
+void HttpServer::set_overload(std::chrono::microseconds target, std::chrono::microseconds interval,
+                              OverloadRefusal refusal)
+{
+    overload_.set(refusal ? target : std::chrono::microseconds(0), interval);
+    overload_refusal_ = std::move(refusal);
+}
+
+bool HttpServer::shed(MHD_Connection *conn, std::chrono::microseconds &waited)
+{
+    using std::chrono::microseconds;
+    if (overload_.target().count() <= 0)
+        return false;
+    const auto now = ConnectionDeadlines::Clock::now();
+    waited = std::chrono::duration_cast<microseconds>(now - previous_run_began_);
+    ConnectionState *c = connection_state(conn);
+    const bool fresh = c == nullptr || c->fresh;
+    if (c != nullptr)
+        c->fresh = false;
+    if (fresh || overload_.worth_measuring(waited)) {
+        const MHD_ConnectionInfo *fd =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct tcp_info info {};
+        socklen_t len = sizeof(info);
+        if (fd != nullptr && getsockopt(fd->connect_fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0)
+            waited = std::chrono::milliseconds(info.tcpi_last_data_recv);
+        else if (fresh)
+            waited = microseconds(0); // not known: its wait is not held against it
+    }
+    if (overload_.admit(now, waited))
+        return false;
+    overloaded_refusals_++;
+    return true;
+}
+
 void HttpServer::run()
 {
+    previous_run_began_ = run_began_;
+    run_began_ = ConnectionDeadlines::Clock::now();
     // What has arrived is read first, so a request that came whole while the worker was busy
     // meets its deadline. A connection still past it is shut down, not closed: libmicrohttpd
     // reads the end of the stream in the next run (its epoll fd is readable at once) and closes

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "http/connection_deadlines.hpp"
+#include "http/overload_gate.hpp"
 #include "http/http_types.hpp"
 
 #include <cstddef>
@@ -76,6 +77,18 @@ class HttpServer {
     // request's line; 0: none) and querygate.idle_timeout (s: nothing sent), for connections
     // from now on. See connection_deadlines.hpp.
     void set_timeouts(long request_timeout_ms, unsigned idle_timeout_s);
+    // Shedding by waiting time (overload_gate.hpp): a request that has waited too long for this
+    // worker is refused before its headers are read, with what `refusal` makes (503
+    // overloaded); a target of zero turns it off. A request's wait is known to be at most the
+    // time since the previous run() began (it would have been read then); only when that could
+    // matter, or for a connection's first request (which may have waited to be accepted), is it
+    // asked of the kernel (TCP_INFO: how long ago the connection's last bytes came).
+    using OverloadRefusal =
+        std::function<void(const HttpRequest &, std::chrono::microseconds waited, HttpResponse &)>;
+    void set_overload(std::chrono::microseconds target, std::chrono::microseconds interval,
+                      OverloadRefusal refusal);
+    std::uint64_t overloaded_refusals() const { return overloaded_refusals_; }
+
     // Stopping (`asked` says when the worker has been asked to, src/call/stop_request.hpp):
     // from then on every request is refused with 503 before its body is read, every answer
     // closes its connection (Connection: close), and close_waiting() shuts down every connection
@@ -161,6 +174,13 @@ class HttpServer {
     ConnectionDeadlines deadlines_;
     unsigned idle_timeout_s_ = 60;
     std::function<bool()> stop_asked_;
+    OverloadGate overload_;
+    OverloadRefusal overload_refusal_;
+    std::uint64_t overloaded_refusals_ = 0;
+    // When the running and the previous run() began: a request read now arrived after the latter.
+    ConnectionDeadlines::Clock::time_point run_began_{}, previous_run_began_{};
+    // Whether the request being read waited too long (and for how long): see set_overload.
+    bool shed(MHD_Connection *conn, std::chrono::microseconds &waited);
     std::uint64_t refused_connections_ = 0;
     std::uint64_t timed_out_connections_ = 0;
 };

@@ -327,6 +327,23 @@ void RequestHandler::refuse_connection(bool per_address, HttpResponse &response)
     count(response);
 }
 
+void RequestHandler::refuse_overloaded(const HttpRequest &request, std::chrono::microseconds waited,
+                                       HttpResponse &response)
+{
+    const std::string id = request_id(request); // its headers were not read: a new one
+    write_error(
+        response,
+        api_errors::make(error_code::overloaded, "the server is overloaded: this request waited " +
+                                                     std::to_string(waited.count() / 1000) +
+                                                     " ms for a worker; retry in a second"),
+        id);
+    response.add_header("X-Request-Id", id);
+    response.add_header("Retry-After", "1");
+    count(response);
+    if (logging())
+        log_answer(start_log(request), response, id); // refused as it came: no time of ours
+}
+
 void RequestHandler::count(const HttpResponse &response)
 {
     counts_.answered++;

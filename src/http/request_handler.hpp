@@ -38,6 +38,10 @@ class RequestHandler {
     // A connection refused as it is accepted (503 too_many_connections, Retry-After: 1): over
     // querygate.max_connections_per_ip (per_address) or querygate.max_connections.
     void refuse_connection(bool per_address, HttpResponse &response);
+    // A request that waited `waited` for its worker, past what querygate.overload_target allows:
+    // 503 overloaded with Retry-After, before anything of it was looked at but its line.
+    void refuse_overloaded(const HttpRequest &request, std::chrono::microseconds waited,
+                           HttpResponse &response);
 
     // Requests answered so far (a call handed off counts when finished), and of those, answered
     // with a status of 400 or more: the worker's totals in querygate.stat_workers.

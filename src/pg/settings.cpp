@@ -22,6 +22,8 @@ int max_connections = 10000;
 int max_connections_per_ip = 1000;
 int request_timeout = 30000;
 int idle_timeout = 60;
+int overload_target = 20;
+int overload_interval = 100;
 bool allow_writes = false;
 bool group_commit = false;
 int busy_poll = 50;
@@ -139,6 +141,21 @@ void define_reloadable()
         "querygate.idle_timeout", "Longest time a connection may send nothing before it is closed.",
         "A keep-alive connection between requests, or one that stops sending.", &idle_timeout, 60,
         1, 3600, PGC_SIGHUP, GUC_UNIT_S, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.overload_target",
+        "Longest a request may wait for its worker while the worker is overloaded; 0 turns "
+        "shedding off.",
+        "A worker is overloaded once every request it read for querygate.overload_interval had "
+        "waited this long or longer; then such requests are answered 503 overloaded at once, "
+        "until an interval passes with none refused. Outside an overload every request is "
+        "served.",
+        &overload_target, 20, 0, 60000, PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.overload_interval",
+                            "How long requests must keep waiting querygate.overload_target or "
+                            "longer before a worker sheds load, and how long without shedding "
+                            "ends it.",
+                            nullptr, &overload_interval, 100, 1, 60000, PGC_SIGHUP, GUC_UNIT_MS,
+                            nullptr, nullptr, nullptr);
     DefineCustomBoolVariable("querygate.allow_writes",
                              "Allows calls that write, for policies granted writes.",
                              "When off, every call runs in a read-only transaction.", &allow_writes,

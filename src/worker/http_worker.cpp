@@ -173,6 +173,14 @@ void serve()
                                server.start_error().c_str())));
     server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
     server.set_timeouts(settings::request_timeout, static_cast<unsigned>(settings::idle_timeout));
+    const auto set_overload = [&server, &handler] {
+        server.set_overload(
+            std::chrono::milliseconds(settings::overload_target),
+            std::chrono::milliseconds(settings::overload_interval),
+            [&handler](const HttpRequest &req, std::chrono::microseconds waited,
+                       HttpResponse &resp) { handler.refuse_overloaded(req, waited, resp); });
+    };
+    set_overload();
     server.set_hold([&group_commit] { return group_commit.hold_until(); });
     server.set_stop_request([] { return stop_request::requested(); });
     connection_counts::start_worker();
@@ -263,6 +271,7 @@ void serve()
             server.set_max_body_size(static_cast<size_t>(settings::max_body_size));
             server.set_timeouts(settings::request_timeout,
                                 static_cast<unsigned>(settings::idle_timeout));
+            set_overload();
         }
         group_commit.set_connections(server.connections());
         const std::uint64_t answered = server.answered();

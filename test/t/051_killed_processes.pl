@@ -1,5 +1,5 @@
 # Processes killed on purpose, over real sockets with writes streaming in (test/hostile/
-# write_stream.py): a worker ended with pg_terminate_backend starts again at once and serves
+# call_stream.py): a worker ended with pg_terminate_backend starts again at once and serves
 # within a second while the other worker and the postmaster go on; a worker killed with SIGKILL
 # makes PostgreSQL restart every process (its rule for a process that dies without cleaning
 # up), service comes back, and every write answered 200 before the kill is in the table; with
@@ -25,7 +25,7 @@ $qg->sql(q{
 $qg->role('kp_role', select => ['kp_t'], grant => ['INSERT ON kp_t']);
 my $key = $qg->access(policy => 'kp_pol', run_as => 'kp_role', queries => ['kp_insert'],
 	key => 'kp_key', setup => q{SELECT querygate.grant_writes('kp_pol', '{insert}');});
-my $script = "$FindBin::Bin/../hostile/write_stream.py";
+my $script = "$FindBin::Bin/../hostile/call_stream.py";
 
 sub pid_of
 {
@@ -44,7 +44,7 @@ sub stream_writes
 		'>', \$out, '2>', \$err);
 	sleep $o{after};
 	$o{during}->();
-	$h->finish or die "write_stream.py failed: $err";
+	$h->finish or die "call_stream.py failed: $err";
 	my $r = decode_json($out);
 	note('stream: ' . scalar(@{ $r->{answered} }) . " answered, $r->{failed} without an answer, "
 		  . "$r->{answered_after_failure} answered after the first failure, other statuses "
