@@ -20,8 +20,12 @@ bool OverloadGate::admit(Clock::time_point now, micros sojourn)
     if (overloaded_ && now - last_refusal_ >= interval_)
         overloaded_ = false; // an interval with nothing refused: the queue is gone
     const bool long_wait = sojourn >= target_;
+    const bool after_a_pause = now - last_seen_ > interval_ / 2;
+    last_seen_ = now;
     if (!long_wait)
         above_since_ = time_point::max();
+    else if (after_a_pause && !overloaded_)
+        above_since_ = now; // what waited through one long call is a burst
     else if (above_since_ == time_point::max())
         above_since_ = now;
     else if (!overloaded_ && now - above_since_ >= interval_) {

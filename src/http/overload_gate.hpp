@@ -10,7 +10,10 @@
 // request it has read for a whole interval had waited at least the target (a burst, or the
 // requests behind one long query, drain within it); while overloaded, a request that waited
 // the target or longer is refused, and the requests served have waited less; the overload ends
-// after an interval with nothing refused. Refusing is cheap (the request's headers are not even
+// after an interval with nothing refused. A worker that read nothing for half an interval (it ran
+// one long call) starts the count again: the queue built behind one call is a burst, however long
+// its waits. (So a worker whose every call is longer than that never sheds: shedding is for
+// queues of short calls.) Refusing is cheap (the request's headers are not even
 // read), so under a steady overload the queue stays short, the calls served keep their latency,
 // and the rest are answered in microseconds instead of timing out. Outside an overload every
 // request is served, however long it waited (behind a long query, say). As in "Fail at Scale"
@@ -43,5 +46,6 @@ class OverloadGate {
     micros interval_{100000};
     time_point above_since_ = time_point::max(); // waits at or over the target since then
     time_point last_refusal_{};
+    time_point last_seen_{}; // the previous request
     bool overloaded_ = false;
 };

@@ -1,8 +1,8 @@
 // Unit tests of admission by waiting time (src/http/overload_gate.hpp): long waits are served
 // until they have lasted an interval, then a wait at or over the target is refused and a
 // shorter one served; a short wait does not end the overload, an interval with nothing refused
-// does; a drain that ends within the interval is no overload; a target of zero serves
-// everything; and when a wait need not be measured.
+// does; a drain that ends within the interval is no overload, nor the queue behind one long call; a
+// target of zero serves everything; and when a wait need not be measured.
 #include "http/overload_gate.hpp"
 
 #include "tap.hpp"
@@ -30,6 +30,19 @@ void test_drain()
     tap::ok(all, "a queue that drains within the interval is served whole, however long the waits");
     tap::ok(g.admit(t0 + milliseconds(61), milliseconds(1)), "a short wait after it");
     tap::ok(g.admit(t0 + milliseconds(150), milliseconds(50)), "and a long one later");
+    tap::ok(!g.overloaded(), "no overload");
+}
+
+void test_long_call()
+{
+    OverloadGate g = gate();
+    const Clock::time_point t0{};
+    tap::ok(g.admit(t0, milliseconds(30)), "a long wait is served");
+    // The worker runs one 150 ms call; what queued behind it drains in 20 ms.
+    bool all = true;
+    for (int i = 0; i < 20; i++)
+        all = g.admit(t0 + milliseconds(150 + i), milliseconds(150 - i)) && all;
+    tap::ok(all, "the queue behind one long call is a burst: nothing is refused");
     tap::ok(!g.overloaded(), "no overload");
 }
 
@@ -76,6 +89,7 @@ void test_off_and_measuring()
 int main()
 {
     test_drain();
+    test_long_call();
     test_standing_queue();
     test_off_and_measuring();
     return tap::done();
