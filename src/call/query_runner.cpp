@@ -192,7 +192,6 @@ void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &call
         if (timeout > 0)
             enable_timeout_after(STATEMENT_TIMEOUT, timeout);
         client_watch::start(client_fd);
-        stop_request::call_started();
     });
     started_at = GetCurrentTimestamp();
 }
@@ -517,6 +516,9 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
     Caller caller; // outside the try: the access log names it whichever way the call ends
     try {
         begin_read_only_transaction();
+        // From here to the commit, a stop request cancels the call (a lock wait in the catalog's
+        // refresh too), never the commit itself.
+        stop_request::call_started();
         std::vector<BoundParam> values;
         const PatternCheck pattern = [&s](const std::string &p, const std::string &v) {
             return s.matches_pattern(p, v);
@@ -585,6 +587,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         }
         // Every path that got here ends its transaction with a commit (a read-only one costs
         // nothing); errors took the abort path below instead.
+        stop_request::call_ended();
         s.group_commit.committing();
         MemoryContextSwitchTo(s.request_context); // outlives the transaction's contexts
         pg::guard([] {

@@ -18,7 +18,7 @@ namespace stop_request {
 void install();
 // SIGTERM has arrived.
 bool requested();
-// From the start of a call's query to its end a stop request cancels it.
+// From the start of a call's transaction to just before its commit a stop request cancels it.
 void call_started();
 void call_ended();
 
