@@ -86,13 +86,16 @@ std::string lowercase(const char *s, size_t n)
 }
 
 // libmicrohttpd 0.9.75 keeps a record (about 56 bytes) per query-string argument in the
-// connection's memory pool (32 kB), and when the pool runs out while parsing the request line it
-// queues its 431 page and then goes on waiting for header lines in a buffer it has just emptied:
-// the caller gets no answer until the connection times out (a line of 700 '&' was enough). The
-// request line is seen here first (libmicrohttpd's URI log callback, called before it parses the
-// arguments, on the buffer it parses them from): a query string of more than
-// max_query_parameters arguments is cut to nothing there, in place, and the request is refused
-// with 414 once it has been read. Returns whether it was cut.
+// connection's memory pool (32 kB), which also holds what has been read of the request, and when
+// the pool runs out while parsing the request line it queues its 431 page and then goes on
+// waiting for header lines in a buffer it has just emptied: the caller gets no answer until the
+// connection times out (a line of 700 '&' was enough, and so were 60 arguments in a query string
+// of 29 kB). The request line is seen here first (libmicrohttpd's URI log callback, called before
+// it parses the arguments, on the buffer it parses them from): a query string of more than
+// max_query_parameters arguments or longer than max_query_string bytes is cut to nothing there,
+// in place, and the request is refused with 414 once it has been read. The two bounds leave the
+// records and the string under two thirds of the pool, the rest for the headers. Returns whether it
+// was cut.
 bool cut_query_string(const char *uri)
 {
     if (uri == nullptr)
@@ -100,15 +103,18 @@ bool cut_query_string(const char *uri)
     const char *query = std::strchr(uri, '?');
     if (query == nullptr)
         return false;
+    // The buffer is libmicrohttpd's own and writable (it writes NULs into it itself); it is
+    // given to us const only so that we do not change the URI it logs.
+    const auto cut = [query] {
+        const_cast<char *>(query)[1] = '\0';
+        return true;
+    };
     std::size_t arguments = 1;
-    for (const char *c = query + 1; *c != '\0'; c++)
-        if (*c == '&' && ++arguments > max_query_parameters) {
-            // The buffer is libmicrohttpd's own and writable (it writes NULs into it itself);
-            // it is given to us const only so that we do not change the URI it logs.
-            const_cast<char *>(query)[1] = '\0';
-            return true;
-        }
-    return false;
+    const char *c = query + 1;
+    for (; *c != '\0'; c++)
+        if (*c == '&' && ++arguments > max_query_parameters)
+            return cut();
+    return static_cast<std::size_t>(c - (query + 1)) > max_query_string ? cut() : false;
 }
 
 MHD_Result collect_arg(void *cls, enum MHD_ValueKind, const char *key, size_t key_size,

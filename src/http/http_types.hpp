@@ -8,9 +8,12 @@
 #include <utility>
 #include <vector>
 
-// The most arguments a query string may have; more are refused with 414 uri_too_long before
-// libmicrohttpd parses them (http_server.cpp says why).
+// The most arguments a query string may have, and its longest; more is refused with 414
+// uri_too_long before libmicrohttpd parses it (http_server.cpp says why).
 inline constexpr std::size_t max_query_parameters = 128;
+// The longest query string, in bytes: with the records of 128 arguments (7 kB), well under the 32
+// kB a connection holds, so that a header read with it still fits.
+inline constexpr std::size_t max_query_string = 12 * 1024;
 
 struct HttpRequest {
     std::string method;

@@ -287,8 +287,9 @@ void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse
                                  std::to_string(settings::max_body_size) + " bytes");
     else if (status == 414)
         e = api_errors::make(error_code::uri_too_long,
-                             "the request line is too long, or its query string has more than " +
-                                 std::to_string(max_query_parameters) + " parameters");
+                             "the query string is longer than " + std::to_string(max_query_string) +
+                                 " bytes or has more than " + std::to_string(max_query_parameters) +
+                                 " parameters");
     else if (status == 431)
         e = api_errors::make(error_code::header_too_large, "the request's header is too large");
     else if (status == 505)

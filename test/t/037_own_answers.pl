@@ -2,8 +2,8 @@
 # than a connection's memory, a malformed header or chunked body, an HTTP version it does not
 # speak, a Content-Length it cannot read), and framings querygate refuses before reading a body
 # (several Content-Length lines, Content-Length beside Transfer-Encoding, a coding other than
-# chunked: src/http/framing.hpp), and a query string of more arguments than a connection's memory
-# holds (src/http/http_server.cpp), get the same JSON error as every other refusal, with a stable
+# chunked: src/http/framing.hpp), and a query string of more arguments or bytes than a connection's
+# memory holds beside each other (src/http/http_server.cpp), get the same JSON error as every other refusal, with a stable
 # code and a request id, never libmicrohttpd's HTML page (src/http/own_answers.hpp). Each is sent
 # on a raw socket; the answer must be exactly one well-formed HTTP answer with a JSON body (for a
 # Content-Length libmicrohttpd could not read it used to send the head twice), the server goes on,
@@ -33,6 +33,9 @@ my @cases = (
 	[ 'a Transfer-Encoding whose last coding is not chunked', post_with("Transfer-Encoding: chunked, gzip\r\n", "0\r\n\r\n"), 400, 'invalid_request' ],
 	[ 'a query string of 1000 empty arguments', "GET /q/x?" . ('&' x 1000) . " HTTP/1.1\r\nHost: x\r\n\r\n", 414, 'uri_too_long' ],
 	[ 'a query string of 129 arguments', "GET /q/x?" . join('&', map { "a$_=1" } 1 .. 129) . " HTTP/1.1\r\nHost: x\r\n\r\n", 414, 'uri_too_long' ],
+	# 60 arguments in 29 kB: their records did not fit beside it, and no answer came until the
+	# request timeout.
+	[ 'a query string of 29 kB', "GET /q/x?" . join('&', map { "a$_=" . ('v' x 480) } 1 .. 60) . " HTTP/1.1\r\nHost: x\r\n\r\n", 414, 'uri_too_long' ],
 );
 
 # A POST with these framing lines and this body (by default a small JSON object).
