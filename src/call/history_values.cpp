@@ -1,7 +1,7 @@
 // The values a history record keeps: see history_values.hpp.
 #include "call/history_values.hpp"
 #include "call/history_ring.hpp"
-#include "call/json_output.hpp"
+#include "call/row_output.hpp"
 #include "http/json_text.hpp"
 
 #include <algorithm>

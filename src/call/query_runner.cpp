@@ -40,7 +40,7 @@ extern "C" {
 #include "call/authenticate.hpp"
 #include "call/call_hygiene.hpp"
 #include "call/catalog_cache.hpp"
-#include "call/json_output.hpp"
+#include "call/row_output.hpp"
 #include "call/plan_cache.hpp"
 #include "common/settings.hpp"
 #include "http/json_text.hpp"
@@ -252,6 +252,7 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
     const bool returns_rows = entry.analysis->returns_rows;
     const long page = writes ? 1 : request.page;
     const long page_size = request.page_size;
+    const AnswerFormat format = request.format;
     MemoryContext request_cxt = request_context;
     SPIPlanPtr plan = entry.plan;
     FmgrInfo *input = entry.input;
@@ -313,9 +314,10 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
         MemoryContextSwitchTo(spi_cxt);
         if (writes && !returns_rows) {
             rows_out = SPI_processed;
-            appendStringInfo(body, "{\"rows_affected\":" UINT64_FORMAT "}", SPI_processed);
+            append_rows_affected(body, format, SPI_processed);
         } else if (SPI_tuptable == nullptr) {
-            appendStringInfoString(body, "[]");
+            if (format == AnswerFormat::json)
+                appendStringInfoString(body, "[]"); // no columns: the other formats are empty
         } else {
             uint64 n = SPI_processed;
             has_more = !writes && n > static_cast<uint64>(page_size);
@@ -323,9 +325,9 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
             rows_out = rows;
             out_desc = SPI_tuptable->tupdesc;
             RowWriter *writer = row_writer_create(SPI_tuptable->tupdesc, masked ? actions : nullptr,
-                                                  nactions, hash_key, hash_key_len);
-            row_writer_append_array(writer, body, SPI_tuptable->vals, 0, rows,
-                                    static_cast<Size>(settings::max_response_size));
+                                                  nactions, hash_key, hash_key_len, format);
+            row_writer_append_rows(writer, body, SPI_tuptable->vals, 0, rows,
+                                   static_cast<Size>(settings::max_response_size));
         }
         if (portal != nullptr)
             SPI_cursor_close(portal);

@@ -18,9 +18,10 @@ namespace error_code {
 // The request itself (HTTP side).
 inline constexpr ErrorCode invalid_body{400, "invalid_body"};
 inline constexpr ErrorCode invalid_paging{400, "invalid_paging"};
-inline constexpr ErrorCode invalid_format{400, "invalid_format"};
 inline constexpr ErrorCode not_found{404, "not_found"};
 inline constexpr ErrorCode method_not_allowed{405, "method_not_allowed"};
+// Neither ?format= nor Accept names a format the answer can have (http/content_negotiation.hpp).
+inline constexpr ErrorCode not_acceptable{406, "not_acceptable"};
 inline constexpr ErrorCode payload_too_large{413, "payload_too_large"};
 inline constexpr ErrorCode uri_too_long{414, "uri_too_long"};
 inline constexpr ErrorCode header_too_large{431, "header_too_large"};
@@ -59,7 +60,7 @@ inline constexpr ErrorCode permission_denied{403, "permission_denied"};
 // the statistics and the access log; no answer is sent.
 inline constexpr ErrorCode client_closed{499, "client_closed"};
 inline constexpr ErrorCode query_failed{500, "query_failed"};
-// The answer would be larger than querygate.max_response_size (call/json_output.hpp).
+// The answer would be larger than querygate.max_response_size (call/row_output.hpp).
 inline constexpr ErrorCode response_too_large{500, "response_too_large"};
 inline constexpr ErrorCode internal_error{500, "internal_error"};
 inline constexpr ErrorCode unavailable{503, "unavailable"};
@@ -76,7 +77,7 @@ inline constexpr ErrorCode query_timeout{504, "query_timeout"};
 // Every code above, for what checks answers against the contract (the request-handler fuzz
 // target); test/unit/api_error_test.cpp fails when a code is defined above and missing here.
 inline constexpr ErrorCode all[] = {
-    invalid_body,         invalid_paging, invalid_format,     not_found,       method_not_allowed,
+    invalid_body,         invalid_paging, not_acceptable,     not_found,       method_not_allowed,
     payload_too_large,    uri_too_long,   header_too_large,   unauthorized,    query_not_found,
     sign_in_required,     claim_missing,  privileged_role,    rate_limited,    quota_exceeded,
     param_required,       param_invalid,  param_from_claim,   untrusted_code,  table_not_allowed,

@@ -2,6 +2,7 @@
 // it gets back (CallResult). Plain C++.
 #pragma once
 
+#include "common/answer_format.hpp"
 #include "common/api_error.hpp"
 
 #include <cstdint>
@@ -43,6 +44,7 @@ struct CallRequest {
     std::vector<CallParam> params;
     long page = 1;
     long page_size = 100;
+    AnswerFormat format = AnswerFormat::json; // of the rows; errors are JSON whatever it is
     std::string request_id;
     // Set where a worker already charged the call to its caller's limits (a write helper runs
     // the call again, and must not charge it twice). Never set from a request.
@@ -51,7 +53,7 @@ struct CallRequest {
 
 struct CallResult {
     ApiError error;   // set() when the call failed
-    std::string body; // JSON rows on success
+    std::string body; // the rows on success, in the request's format
     bool has_more = false;
     unsigned long long rows = 0; // rows in body, or changed by a write that returns none
     long long revision = 0;      // saved_query.revision of the query called, once found

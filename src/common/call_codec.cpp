@@ -82,6 +82,14 @@ class Reader {
         left_ -= n;
         return true;
     }
+    bool format(AnswerFormat &f)
+    {
+        std::int64_t v = 0;
+        if (!number(v) || v < 0 || v >= static_cast<std::int64_t>(std::size(answer_format::all)))
+            return false;
+        f = static_cast<AnswerFormat>(v);
+        return true;
+    }
     // A count of items that each take at least `min_bytes`: refused when more than could fit.
     bool count(std::uint32_t &n, std::size_t min_bytes)
     {
@@ -117,6 +125,7 @@ void encode(const CallRequest &request, std::string &out)
     }
     w.number(request.page);
     w.number(request.page_size);
+    w.number(static_cast<std::int64_t>(request.format));
     w.text(request.request_id);
 }
 
@@ -154,7 +163,8 @@ bool decode(const char *data, std::size_t size, CallRequest &out)
     for (CallParam &p : out.params)
         if (!r.text(p.name) || !r.text(p.value) || !r.flag(p.is_null))
             return false;
-    return r.number(out.page) && r.number(out.page_size) && r.text(out.request_id) && r.done();
+    return r.number(out.page) && r.number(out.page_size) && r.format(out.format) &&
+           r.text(out.request_id) && r.done();
 }
 
 bool decode(const char *data, std::size_t size, CallResult &out)

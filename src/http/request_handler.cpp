@@ -2,6 +2,7 @@
 #include "http/request_handler.hpp"
 
 #include "common/chars.hpp"
+#include "http/content_negotiation.hpp"
 #include "http/json_body.hpp"
 #include "http/json_text.hpp"
 #include "http/prometheus_text.hpp"
@@ -104,6 +105,14 @@ bool parse_positive(const std::string &text, long max, long &out)
     return true;
 }
 
+// Neither ?format= (or the body's "format") nor Accept names a format of ours: 406.
+ApiError not_acceptable()
+{
+    return api_errors::make(error_code::not_acceptable, "the answer can be " +
+                                                            content_negotiation::offered() +
+                                                            " (?format=json, ndjson, csv or tsv)");
+}
+
 ApiError invalid_paging(const char *what)
 {
     return api_errors::make(
@@ -113,8 +122,8 @@ ApiError invalid_paging(const char *what)
 }
 
 // Reads a POST body into the call. An empty body is a call without parameters (curl -X POST).
-ApiError read_json_body(const std::string &body, CallRequest &call, bool &page_given,
-                        bool &size_given)
+// format_given: set when the body names the format.
+ApiError read_json_body(const std::string &body, CallRequest &call, bool &format_given)
 {
     if (body.find_first_not_of(" \t\r\n") == std::string::npos)
         return ApiError();
@@ -128,11 +137,12 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &page_g
     if (root.kind != json_body::Value::Kind::object)
         return api_errors::make(error_code::invalid_body, "the body must be a JSON object");
     using Kind = json_body::Value::Kind;
-    bool seen[3] = {false, false, false}; // params, page, page_size
+    bool seen[4] = {false, false, false, false}; // params, page, page_size, format
     for (const auto &[field, value] : root.members) {
         const int known = field == "params"      ? 0
                           : field == "page"      ? 1
                           : field == "page_size" ? 2
+                          : field == "format"    ? 3
                                                  : -1;
         if (known >= 0 && seen[known]) {
             ApiError e = api_errors::make(error_code::invalid_body, "a field is given twice");
@@ -160,11 +170,14 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &page_g
             if (value.kind != Kind::number ||
                 !parse_positive(value.text, max, is_page ? call.page : call.page_size))
                 return invalid_paging(field.c_str());
-            (is_page ? page_given : size_given) = true;
+        } else if (field == "format") {
+            if (value.kind != Kind::string || !answer_format::by_name(value.text, call.format))
+                return not_acceptable();
+            format_given = true;
         } else {
             ApiError e = api_errors::make(error_code::invalid_body, "unknown field in the body");
-            e.errors.emplace_back(field,
-                                  "unknown field; the body takes params, page and page_size");
+            e.errors.emplace_back(
+                field, "unknown field; the body takes params, page, page_size and format");
             return e;
         }
     }
@@ -172,8 +185,8 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &page_g
 }
 
 // Reads the query string into the call: page, page_size, and every other argument a parameter.
-ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &page_given,
-                           bool &size_given)
+// format_given: set when it names the format.
+ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &format_given)
 {
     for (const auto &arg : request.args) {
         if (arg.first == "page" || arg.first == "page_size") {
@@ -181,10 +194,10 @@ ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &
             long max = is_page ? max_page : settings::max_page_size;
             if (!parse_positive(arg.second, max, is_page ? call.page : call.page_size))
                 return invalid_paging(arg.first.c_str());
-            (is_page ? page_given : size_given) = true;
         } else if (arg.first == "format") {
-            if (arg.second != "json")
-                return api_errors::make(error_code::invalid_format, "the only format is json");
+            if (!answer_format::by_name(arg.second, call.format))
+                return not_acceptable();
+            format_given = true;
         } else {
             CallParam p;
             p.name = arg.first;
@@ -546,7 +559,6 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         logged.client = call.client_ip;
     }
     call.page_size = std::min<long>(settings::default_page_size, settings::max_page_size);
-    bool page_given = false, size_given = false;
 
     // Without a key nothing else is looked at: the caller learns no more than 401 (or 429, over
     // querygate.anonymous_rate_limit).
@@ -557,9 +569,16 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         add_limit_headers(response, report);
         return;
     }
-    ApiError error = read_query_string(request, call, page_given, size_given);
+    // The format: ?format= or the body's, which win over Accept.
+    bool format_given = false;
+    ApiError error = read_query_string(request, call, format_given);
     if (!error.set() && request.method == "POST")
-        error = read_json_body(request.body, call, page_given, size_given);
+        error = read_json_body(request.body, call, format_given);
+    std::string accept;
+    if (!error.set() && !format_given &&
+        !content_negotiation::from_accept(request.header_list("accept", accept) ? &accept : nullptr,
+                                          call.format))
+        error = not_acceptable();
     if (error.set()) {
         write_error(response, error, id);
         return;
@@ -571,8 +590,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         // Nothing may throw once the helper has the call: the room and the record come first.
         // The call keeps its place in its caller's in-flight count until its answer.
         Later waiting{++last_token_,
-                      call.page,
-                      call.page_size,
+                      Shape{call.page, call.page_size, call.format},
                       id,
                       logged,
                       result.limits,
@@ -596,7 +614,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         result.limits = waiting.limits;
     }
     note_result(logged, result);
-    answer_call(result, call.page, call.page_size, response, id);
+    answer_call(result, Shape{call.page, call.page_size, call.format}, response, id);
 }
 
 void RequestHandler::add_limit_headers(HttpResponse &response, const LimitReport &report)
@@ -611,9 +629,11 @@ void RequestHandler::add_limit_headers(HttpResponse &response, const LimitReport
                             std::to_string(std::max(1LL, report.retry_after_seconds)));
 }
 
-void RequestHandler::answer_call(CallResult &result, long page, long page_size,
-                                 HttpResponse &response, const std::string &id)
+void RequestHandler::answer_call(CallResult &result, const Shape &shape, HttpResponse &response,
+                                 const std::string &id)
 {
+    // The answer depends on Accept as well as on the URL (a cache keeps one per format).
+    response.add_header("Vary", "Accept");
     if (result.error.set()) {
         write_error(response, result.error, id);
         add_limit_headers(response, result.limits);
@@ -623,9 +643,10 @@ void RequestHandler::answer_call(CallResult &result, long page, long page_size,
     }
     add_limit_headers(response, result.limits);
     response.status = 200;
+    response.content_type = answer_format::of(shape.format).content_type;
     response.body = std::move(result.body);
-    response.add_header("X-Page", std::to_string(page));
-    response.add_header("X-Page-Size", std::to_string(page_size));
+    response.add_header("X-Page", std::to_string(shape.page));
+    response.add_header("X-Page-Size", std::to_string(shape.page_size));
     response.add_header("X-Has-More", result.has_more ? "true" : "false");
 }
 
@@ -641,7 +662,7 @@ bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpRespons
     result.limits = later.limits;
     start_response(response, later.request_id);
     note_result(later.logged, result);
-    answer_call(result, later.page, later.page_size, response, later.request_id);
+    answer_call(result, later.shape, response, later.request_id);
     count(response);
     if (tracing())
         log_answer(later.logged, response, later.request_id);

@@ -94,14 +94,19 @@ class RequestHandler {
     static void start_response(HttpResponse &response, const std::string &id);
     // RateLimit-Limit, -Remaining and -Reset when the caller has a limit; Retry-After on a 429.
     static void add_limit_headers(HttpResponse &response, const LimitReport &report);
-    static void answer_call(CallResult &result, long page, long page_size, HttpResponse &response,
+    // The paging a call's answer reports, and its format.
+    struct Shape {
+        long page;
+        long page_size;
+        AnswerFormat format;
+    };
+    static void answer_call(CallResult &result, const Shape &shape, HttpResponse &response,
                             const std::string &id);
 
     // What a call handed off still needs for its answer.
     struct Later {
         std::uint64_t token;
-        long page;
-        long page_size;
+        Shape shape;
         std::string request_id;
         Logged logged;
         LimitReport limits;

@@ -132,7 +132,7 @@ void check_metrics(const HttpRequest &request, const HttpResponse &response)
 void check_response(const HttpRequest &request, const HttpResponse &response, bool refused,
                     int calls_before)
 {
-    static const int statuses[] = {200, 400, 401, 403, 404, 405, 413, 429, 500, 503, 504};
+    static const int statuses[] = {200, 400, 401, 403, 404, 405, 406, 413, 429, 500, 503, 504};
     bool known = false;
     for (int s : statuses)
         known = known || response.status == s;
@@ -141,7 +141,12 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
         check_metrics(request, response);
         return;
     }
-    FUZZ_CHECK(response.content_type == "application/json");
+    bool runner_called = fake_runner::calls != calls_before;
+    // A call's rows come in its format (the fake runner's body is JSON whatever it is asked);
+    // everything else, errors above all, is JSON.
+    const AnswerFormat format =
+        runner_called && response.status == 200 ? fake_runner::last.format : AnswerFormat::json;
+    FUZZ_CHECK(response.content_type == answer_format::of(format).content_type);
     for (const auto &h : response.headers)
         FUZZ_CHECK(h.second.find_first_of(std::string("\r\n\0", 3)) == std::string::npos);
 
@@ -161,7 +166,6 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
     FUZZ_CHECK(json_body::parse(response.body, body, error));
     FUZZ_CHECK(body.kind == Kind::object || (response.status == 200 && body.kind == Kind::array));
 
-    bool runner_called = fake_runner::calls != calls_before;
     FUZZ_CHECK(fake_runner::calls - calls_before <= 1);
     const std::string &path = request.path;
     bool query_path =
@@ -180,6 +184,14 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
         if (request.method == "GET")
             for (const CallParam &p : call.params)
                 FUZZ_CHECK(p.name != "page" && p.name != "page_size" && p.name != "format");
+        // The last ?format= of a GET is the call's format, whatever Accept says.
+        bool named = false;
+        AnswerFormat last = AnswerFormat::json;
+        for (const auto &arg : request.args)
+            if (arg.first == "format")
+                named = answer_format::by_name(arg.second, last);
+        if (request.method == "GET" && named)
+            FUZZ_CHECK(call.format == last);
     }
 
     if (response.status == 200) {

@@ -1,4 +1,4 @@
-# Big answers (querygate.max_response_size, src/call/json_output.hpp), on one worker whose memory
+# Big answers (querygate.max_response_size, src/call/row_output.hpp), on one worker whose memory
 # is read from /proc: a page of thirty 1 MB values under a 4 MB limit fails with 500
 # response_too_large and the worker's peak memory grows by less than 32 MB (without the limit the
 # page alone is 30 MB, and a worker holds an answer three times over on its way out); a stored

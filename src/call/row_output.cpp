@@ -1,5 +1,5 @@
-// Rows to JSON: see json_output.hpp.
-#include "call/json_output.hpp"
+// Rows in the answer's format: see row_output.hpp.
+#include "call/row_output.hpp"
 
 extern "C" {
 #include "access/detoast.h"
@@ -15,6 +15,7 @@ extern "C" {
 
 #include "rules/mask_rules.hpp"
 #include "auth/secrets.hpp"
+#include "common/delimited_text.hpp"
 
 #include <cmath>
 
@@ -23,6 +24,7 @@ namespace {
 enum class Kind { int2, int4, int8, oid, float4, float8, numeric, boolean, json, text };
 
 struct Column {
+    const char *name;
     char *key; // the column name as a JSON string followed by ':'
     int keylen;
     Kind kind;
@@ -107,8 +109,8 @@ void append_value(StringInfo out, const Column &col, Datum value)
 }
 
 // "j***@example.com" for an email, "j***" for other text; the first character is kept whole
-// even when it takes several bytes.
-void append_masked(StringInfo out, const char *text)
+// even when it takes several bytes. In the current memory context.
+char *masked_text(const char *text)
 {
     StringInfoData masked;
     initStringInfo(&masked);
@@ -119,7 +121,7 @@ void append_masked(StringInfo out, const char *text)
     appendStringInfoString(&masked, "***");
     if (const char *at = strrchr(text, '@'))
         appendStringInfoString(&masked, at);
-    escape_json(out, masked.data);
+    return masked.data;
 }
 
 } // namespace
@@ -131,6 +133,7 @@ struct RowWriter {
     MemoryContext scratch;
     const char *hash_key;
     int hash_key_len;
+    AnswerFormat format;
 };
 
 namespace {
@@ -142,6 +145,7 @@ void init_column(Column &c, const char *name, Oid type, masking::Action action)
     initStringInfo(&key);
     escape_json(&key, name);
     appendStringInfoChar(&key, ':');
+    c.name = name;
     c.key = key.data;
     c.keylen = key.len;
     c.kind = kind_of(type);
@@ -154,6 +158,16 @@ void init_column(Column &c, const char *name, Oid type, masking::Action action)
     fmgr_info(outfunc, &c.output);
 }
 
+// The hash action's text of a value: its text output's HMAC-SHA-256, as 64 hex digits.
+void hash_hex(const Column &c, Datum value, const char *hash_key, int hash_key_len,
+              char (&hex)[2 * secrets::sha256_length + 1])
+{
+    char *text = OutputFunctionCall(const_cast<FmgrInfo *>(&c.output), value);
+    unsigned char mac[secrets::sha256_length];
+    secrets::hmac_sha256(hash_key, hash_key_len, text, strlen(text), mac);
+    secrets::to_hex(mac, sizeof(mac), hex);
+}
+
 void append_column(StringInfo out, const Column &c, Datum value, bool isnull, const char *hash_key,
                    int hash_key_len)
 {
@@ -163,11 +177,8 @@ void append_column(StringInfo out, const Column &c, Datum value, bool isnull, co
     }
     switch (c.action) {
     case masking::Action::hash: {
-        char *text = OutputFunctionCall(const_cast<FmgrInfo *>(&c.output), value);
-        unsigned char mac[secrets::sha256_length];
         char hex[2 * secrets::sha256_length + 1];
-        secrets::hmac_sha256(hash_key, hash_key_len, text, strlen(text), mac);
-        secrets::to_hex(mac, sizeof(mac), hex);
+        hash_hex(c, value, hash_key, hash_key_len, hex);
         appendStringInfoChar(out, '"');
         appendStringInfoString(out, hex);
         appendStringInfoChar(out, '"');
@@ -175,7 +186,8 @@ void append_column(StringInfo out, const Column &c, Datum value, bool isnull, co
     }
     case masking::Action::mask:
         if (c.is_text)
-            append_masked(out, OutputFunctionCall(const_cast<FmgrInfo *>(&c.output), value));
+            escape_json(out,
+                        masked_text(OutputFunctionCall(const_cast<FmgrInfo *>(&c.output), value)));
         else
             appendStringInfoString(out, "null");
         return;
@@ -184,10 +196,39 @@ void append_column(StringInfo out, const Column &c, Datum value, bool isnull, co
     }
 }
 
+delimited_text::Kind delimited_kind(AnswerFormat f)
+{
+    return f == AnswerFormat::csv ? delimited_text::Kind::csv : delimited_text::Kind::tsv;
+}
+
+// One field of a CSV or TSV row: the value's text output, masked as in JSON.
+void append_field(StringInfo out, delimited_text::Kind kind, const Column &c, Datum value,
+                  bool isnull, const char *hash_key, int hash_key_len)
+{
+    const auto put = [out](const char *data, size_t n) {
+        appendBinaryStringInfo(out, data, static_cast<int>(n));
+    };
+    if (isnull || c.action == masking::Action::null ||
+        (c.action == masking::Action::mask && !c.is_text)) {
+        delimited_text::null_field(kind, put);
+        return;
+    }
+    if (c.action == masking::Action::hash) {
+        char hex[2 * secrets::sha256_length + 1];
+        hash_hex(c, value, hash_key, hash_key_len, hex);
+        put(hex, 2 * secrets::sha256_length);
+        return;
+    }
+    const char *text = OutputFunctionCall(const_cast<FmgrInfo *>(&c.output), value);
+    if (c.action == masking::Action::mask)
+        text = masked_text(text);
+    delimited_text::field(kind, text, put);
+}
+
 } // namespace
 
 RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions,
-                             const char *hash_key, int hash_key_len)
+                             const char *hash_key, int hash_key_len, AnswerFormat format)
 {
     int live = 0;
     for (int i = 0; i < tupdesc->natts; i++)
@@ -200,6 +241,7 @@ RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions
     w->tupdesc = tupdesc;
     w->hash_key = hash_key;
     w->hash_key_len = hash_key_len;
+    w->format = format;
     w->cols = static_cast<Column *>(palloc0(sizeof(Column) * Max(tupdesc->natts, 1)));
     for (int i = 0; i < tupdesc->natts; i++) {
         Form_pg_attribute attr = TupleDescAttr(tupdesc, i);
@@ -226,40 +268,126 @@ void too_large(Size limit)
 
 } // namespace
 
-void row_writer_append_array(RowWriter *w, StringInfo out, HeapTuple *tuples, uint64 from,
-                             uint64 to, Size limit)
+namespace {
+
+// Whether a value of c may be read at all within the limit: a stored value's size is in its header.
+void check_before(const StringInfo out, const Column &c, Datum value, bool isnull, Size limit)
 {
-    appendStringInfoChar(out, '[');
-    for (uint64 r = from; r < to; r++) {
-        if (r > from)
+    if (limit > 0 && !isnull && c.varlena && c.action != masking::Action::null &&
+        static_cast<Size>(out->len) + toast_raw_datum_size(value) > limit)
+        too_large(limit);
+}
+
+void check_after(const StringInfo out, Size limit)
+{
+    if (limit > 0 && static_cast<Size>(out->len) > limit)
+        too_large(limit);
+}
+
+// One row as a JSON object.
+void append_object(RowWriter *w, StringInfo out, HeapTuple tuple, Size limit)
+{
+    appendStringInfoChar(out, '{');
+    int written = 0; // index into cols, which skips dropped attributes
+    bool first = true;
+    for (int i = 0; i < w->tupdesc->natts; i++) {
+        if (TupleDescAttr(w->tupdesc, i)->attisdropped)
+            continue;
+        const Column &c = w->cols[written++];
+        if (c.action == masking::Action::drop)
+            continue;
+        if (!first)
             appendStringInfoChar(out, ',');
-        appendStringInfoChar(out, '{');
+        first = false;
+        appendBinaryStringInfo(out, c.key, c.keylen);
+        bool isnull;
+        Datum value = heap_getattr(tuple, i + 1, w->tupdesc, &isnull);
+        check_before(out, c, value, isnull, limit);
+        append_column(out, c, value, isnull, w->hash_key, w->hash_key_len);
+        check_after(out, limit);
+    }
+    appendStringInfoChar(out, '}');
+}
+
+// The header row of a CSV or TSV answer, or (tuple given) one row of it.
+void append_record(RowWriter *w, StringInfo out, HeapTuple tuple, Size limit)
+{
+    const delimited_text::Kind kind = delimited_kind(w->format);
+    const auto put = [out](const char *data, size_t n) {
+        appendBinaryStringInfo(out, data, static_cast<int>(n));
+    };
+    int written = 0;
+    bool first = true;
+    for (int i = 0; i < w->tupdesc->natts; i++) {
+        if (TupleDescAttr(w->tupdesc, i)->attisdropped)
+            continue;
+        const Column &c = w->cols[written++];
+        if (c.action == masking::Action::drop)
+            continue;
+        if (!first)
+            appendStringInfoChar(out, delimited_text::separator(kind));
+        first = false;
+        if (tuple == nullptr) {
+            delimited_text::field(kind, c.name, put);
+            continue;
+        }
+        bool isnull;
+        Datum value = heap_getattr(tuple, i + 1, w->tupdesc, &isnull);
+        check_before(out, c, value, isnull, limit);
+        append_field(out, kind, c, value, isnull, w->hash_key, w->hash_key_len);
+        check_after(out, limit);
+    }
+    const std::string_view end = delimited_text::record_end(kind);
+    put(end.data(), end.size());
+}
+
+} // namespace
+
+void row_writer_append_rows(RowWriter *w, StringInfo out, HeapTuple *tuples, uint64 from, uint64 to,
+                            Size limit)
+{
+    const bool delimited = w->format == AnswerFormat::csv || w->format == AnswerFormat::tsv;
+    if (w->format == AnswerFormat::json)
+        appendStringInfoChar(out, '[');
+    else if (delimited)
+        append_record(w, out, nullptr, limit);
+    for (uint64 r = from; r < to; r++) {
         MemoryContext old = MemoryContextSwitchTo(w->scratch);
-        int written = 0; // index into cols, which skips dropped attributes
-        for (int i = 0; i < w->tupdesc->natts; i++) {
-            Form_pg_attribute attr = TupleDescAttr(w->tupdesc, i);
-            if (attr->attisdropped)
-                continue;
-            const Column &c = w->cols[written++];
-            if (c.action == masking::Action::drop)
-                continue;
-            if (out->data[out->len - 1] != '{')
+        if (delimited) {
+            append_record(w, out, tuples[r], limit);
+        } else {
+            if (w->format == AnswerFormat::json && r > from)
                 appendStringInfoChar(out, ',');
-            appendBinaryStringInfo(out, c.key, c.keylen);
-            bool isnull;
-            Datum value = heap_getattr(tuples[r], i + 1, w->tupdesc, &isnull);
-            if (limit > 0 && !isnull && c.varlena && c.action != masking::Action::null &&
-                static_cast<Size>(out->len) + toast_raw_datum_size(value) > limit)
-                too_large(limit);
-            append_column(out, c, value, isnull, w->hash_key, w->hash_key_len);
-            if (limit > 0 && static_cast<Size>(out->len) > limit)
-                too_large(limit);
+            append_object(w, out, tuples[r], limit);
+            if (w->format == AnswerFormat::ndjson)
+                appendStringInfoChar(out, '\n');
         }
         MemoryContextSwitchTo(old);
         MemoryContextReset(w->scratch);
-        appendStringInfoChar(out, '}');
     }
-    appendStringInfoChar(out, ']');
+    if (w->format == AnswerFormat::json)
+        appendStringInfoChar(out, ']');
+}
+
+void append_rows_affected(StringInfo out, AnswerFormat format, uint64 n)
+{
+    switch (format) {
+    case AnswerFormat::json:
+    case AnswerFormat::ndjson:
+        appendStringInfo(out, "{\"rows_affected\":" UINT64_FORMAT "}", n);
+        if (format == AnswerFormat::ndjson)
+            appendStringInfoChar(out, '\n');
+        return;
+    case AnswerFormat::csv:
+    case AnswerFormat::tsv: {
+        const std::string_view end = delimited_text::record_end(delimited_kind(format));
+        appendStringInfoString(out, "rows_affected");
+        appendBinaryStringInfo(out, end.data(), static_cast<int>(end.size()));
+        appendStringInfo(out, UINT64_FORMAT, n);
+        appendBinaryStringInfo(out, end.data(), static_cast<int>(end.size()));
+        return;
+    }
+    }
 }
 
 void append_member(StringInfo out, const char *name, Oid type, Datum value, bool isnull, int action,
