@@ -37,13 +37,14 @@ extern int idle_timeout;      // querygate.idle_timeout, s a keep-alive connecti
 extern int overload_target;   // querygate.overload_target, ms a request may wait once overloaded
 extern int overload_interval; // querygate.overload_interval, ms of long waits that make an overload
 extern char *trusted_proxies; // querygate.trusted_proxies: CIDRs whose X-Forwarded-For is believed
-extern char *jwt_secret;      // querygate.jwt_secret: HS256 key, superuser-only (reload)
-extern char *jwt_issuer;      // querygate.jwt_issuer (reload)
-extern char *jwt_audience;    // querygate.jwt_audience (reload)
-extern char *jwt_policy_claim; // querygate.jwt_policy_claim: claim naming the policy (reload)
-extern char *jwt_tenant_claim; // querygate.jwt_tenant_claim: claim naming the tenant (reload)
-extern char *tenant;           // querygate.tenant: the calling tenant, set per call by the worker
-extern char *fault_injection;  // querygate.fault_injection: tests only (pg_guard.hpp)
+extern char *cors_allowed_origins; // querygate.cors_allowed_origins: who may read answers (reload)
+extern char *jwt_secret;           // querygate.jwt_secret: HS256 key, superuser-only (reload)
+extern char *jwt_issuer;           // querygate.jwt_issuer (reload)
+extern char *jwt_audience;         // querygate.jwt_audience (reload)
+extern char *jwt_policy_claim;     // querygate.jwt_policy_claim: claim naming the policy (reload)
+extern char *jwt_tenant_claim;     // querygate.jwt_tenant_claim: claim naming the tenant (reload)
+extern char *tenant;          // querygate.tenant: the calling tenant, set per call by the worker
+extern char *fault_injection; // querygate.fault_injection: tests only (pg_guard.hpp)
 
 // The values of querygate.log_requests and querygate.log_requests_format (http/access_log.hpp).
 enum LogRequests { log_off = 0, log_errors = 1, log_all = 2 };

@@ -22,28 +22,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-const std::string *HttpRequest::header(const char *lower_name) const
-{
-    for (const auto &h : headers)
-        if (h.first == lower_name)
-            return &h.second;
-    return nullptr;
-}
-
-bool HttpRequest::header_list(const char *lower_name, std::string &out) const
-{
-    bool found = false;
-    out.clear();
-    for (const auto &h : headers)
-        if (h.first == lower_name) {
-            if (found)
-                out += ", ";
-            out += h.second;
-            found = true;
-        }
-    return found;
-}
-
 // Per-connection state, made when libmicrohttpd starts the connection and deleted when it closes:
 // its request deadline and its place in the worker's connection counts.
 struct HttpServer::ConnectionState {

@@ -434,10 +434,28 @@ void RequestHandler::log_answer(const Logged &logged, const HttpResponse &respon
     log_->write(log_line_);
 }
 
+const cors::Origins &RequestHandler::cors_origins()
+{
+    if (cors_generation_ != settings::generation) {
+        cors_ = cors::parse(settings::cors_allowed_origins);
+        cors_generation_ = settings::generation;
+    }
+    return cors_;
+}
+
 void RequestHandler::handle(const HttpRequest &request, HttpResponse &response)
 {
     std::string id = request_id(request);
     start_response(response, id);
+    if (const cors::Origins &origins = cors_origins(); origins.enabled()) {
+        const std::string *origin = request.header("origin");
+        if (cors::is_preflight(request)) {
+            cors::answer_preflight(origins, *origin, response);
+            count(response);
+            return; // asks for no call, and is not logged
+        }
+        cors::add_answer_headers(origins, origin ? *origin : std::string(), response);
+    }
     if (!tracing()) {
         Logged unused;
         route(request, response, id, unused);
@@ -589,9 +607,11 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     if (result.for_helper) {
         // Nothing may throw once the helper has the call: the room and the record come first.
         // The call keeps its place in its caller's in-flight count until its answer.
+        const std::string *origin = request.header("origin");
         Later waiting{++last_token_,
                       Shape{call.page, call.page_size, call.format},
                       id,
+                      origin ? *origin : std::string(),
                       logged,
                       result.limits,
                       std::move(result.limit_hold)};
@@ -661,6 +681,8 @@ bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpRespons
     runner_.release(later.limit_hold);
     result.limits = later.limits;
     start_response(response, later.request_id);
+    if (const cors::Origins &origins = cors_origins(); origins.enabled())
+        cors::add_answer_headers(origins, later.origin, response);
     note_result(later.logged, result);
     answer_call(result, later.shape, response, later.request_id);
     count(response);

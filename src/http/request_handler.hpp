@@ -5,6 +5,7 @@
 #pragma once
 
 #include "http/access_log.hpp"
+#include "http/cors.hpp"
 #include "http/http_types.hpp"
 #include "http/client_address.hpp"
 #include "call/query_runner.hpp"
@@ -91,6 +92,8 @@ class RequestHandler {
 
     // The caller's address, behind querygate.trusted_proxies.
     std::string client_ip(const HttpRequest &request);
+    // querygate.cors_allowed_origins, parsed when it changes.
+    const cors::Origins &cors_origins();
     static void start_response(HttpResponse &response, const std::string &id);
     // RateLimit-Limit, -Remaining and -Reset when the caller has a limit; Retry-After on a 429.
     static void add_limit_headers(HttpResponse &response, const LimitReport &report);
@@ -108,6 +111,7 @@ class RequestHandler {
         std::uint64_t token;
         Shape shape;
         std::string request_id;
+        std::string origin; // the request's Origin, for its CORS headers
         Logged logged;
         LimitReport limits;
         LimitHold limit_hold; // its place in its caller's in-flight count
@@ -122,6 +126,8 @@ class RequestHandler {
     std::uint64_t last_token_ = 0;
     std::vector<client_address::Cidr> trusted_;
     unsigned long trusted_generation_ = 0;
+    cors::Origins cors_;
+    unsigned long cors_generation_ = 0;
     uint64_t id_state_; // request-id generator (xorshift, seeded from OpenSSL once)
 };
 

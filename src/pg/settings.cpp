@@ -43,6 +43,7 @@ int history_retention = 7 * 24 * 3600;
 int history_buffer = 8192;
 int history_flush_interval = 1000;
 char *trusted_proxies = nullptr;
+char *cors_allowed_origins = nullptr;
 char *jwt_secret = nullptr;
 char *jwt_issuer = nullptr;
 char *jwt_audience = nullptr;
@@ -233,6 +234,11 @@ void define_reloadable()
         "querygate.trusted_proxies",
         "Proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For header is believed.",
         nullptr, &trusted_proxies, "", PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "querygate.cors_allowed_origins",
+        "Origins (comma-separated, or *) whose web pages may read querygate's answers (CORS).",
+        "Empty: no CORS header is sent and OPTIONS is refused like any other method.",
+        &cors_allowed_origins, "", PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     // The HS256 key is a secret: only superusers can see or set it.
     DefineCustomStringVariable(
         "querygate.jwt_secret", "Key that verifies HS256 bearer tokens (at least 32 bytes).",

@@ -112,6 +112,7 @@ namespace settings {
 int max_page_size = 1000;
 int max_body_size = 1024 * 1024;
 char *trusted_proxies = nullptr;
+char *cors_allowed_origins = nullptr;
 int log_requests = log_off;
 int log_requests_format = log_text;
 char *metrics_token = nullptr;

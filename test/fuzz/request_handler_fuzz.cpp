@@ -18,6 +18,7 @@
 // and its page is answered with X-Page, X-Page-Size and X-Has-More. One known finding is tolerated
 // (below). The access log is on (querygate.log_requests and its format from the mode byte): every
 // line is one line (no CR, LF or NUL), and a JSON one is an object whose "status" is the answer's.
+#include "http/cors.hpp"
 #include "http/json_body.hpp"
 #include "http/request_handler.hpp"
 
@@ -132,11 +133,26 @@ void check_metrics(const HttpRequest &request, const HttpResponse &response)
 void check_response(const HttpRequest &request, const HttpResponse &response, bool refused,
                     int calls_before)
 {
-    static const int statuses[] = {200, 400, 401, 403, 404, 405, 406, 413, 429, 500, 503, 504};
+    static const int statuses[] = {200, 204, 400, 401, 403, 404, 405, 406, 413, 429, 500, 503, 504};
     bool known = false;
     for (int s : statuses)
         known = known || response.status == s;
     FUZZ_CHECK(known);
+    // CORS: a preflight is answered 204 with no body, and only with the setting on; an answer to
+    // an origin on the list lets it read, with its own origin or "*".
+    const cors::Origins origins = cors::parse(settings::cors_allowed_origins);
+    const std::string *origin = request.header("origin");
+    if (response.status == 204) {
+        FUZZ_CHECK(!refused && origins.enabled() && cors::is_preflight(request));
+        FUZZ_CHECK(response.body.empty());
+        return;
+    }
+    const std::string *allow = response_header(response, "Access-Control-Allow-Origin");
+    if (allow != nullptr)
+        FUZZ_CHECK(origin != nullptr && cors::allowed(origins, *origin) &&
+                   (*allow == "*" || *allow == *origin));
+    else if (!refused && origin != nullptr && origins.enabled())
+        FUZZ_CHECK(!cors::allowed(origins, *origin));
     if (!refused && request.path == "/metrics" && response.status == 200) {
         check_metrics(request, response);
         return;
@@ -291,6 +307,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     settings::log_requests_format = (mode / 3) % 2;
     settings::metrics_token = mode % 2 == 0 ? metrics_token : nullptr;
     settings::history = mode >= 8;
+    static char listed[] = "https://app.example, http://localhost:3000/";
+    static char any[] = "*";
+    settings::cors_allowed_origins = mode % 4 == 1 ? listed : mode % 4 == 3 ? any : nullptr;
     int method = in.ConsumeIntegralInRange<int>(0, 7);
     int headers = in.ConsumeIntegralInRange<int>(0, 8);
 
