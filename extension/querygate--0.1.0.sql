@@ -46,6 +46,8 @@ CREATE SEQUENCE saved_query_revision;
 -- 'allow' it.
 -- history_params: whether querygate.history keeps each call's parameters (masked as strictly as
 -- the columns each one meets: querygate.explain shows how).
+-- statement_timeout: how long its calls may run (NULL: querygate.statement_timeout); never longer
+-- than querygate.statement_timeout, which bounds every call.
 -- rate_per_second, burst, max_in_flight, quota, quota_period: what each caller of the policy may
 -- spend (set_limits; NULL: no such limit): each key counts alone, bearer tokens of the policy count
 -- together. A key's own limits (the same columns of api_key) win, limit by limit.
@@ -57,6 +59,7 @@ CREATE TABLE policy (
     write_ops        text[],
     mask_predicates  text NOT NULL DEFAULT 'refuse' CHECK (mask_predicates IN ('refuse', 'allow')),
     history_params   boolean NOT NULL DEFAULT false,
+    statement_timeout interval CHECK (statement_timeout > '0'),
     rate_per_second  double precision CHECK (rate_per_second > 0 AND rate_per_second <= 1000000),
     burst            integer CHECK (burst > 0),
     max_in_flight    integer CHECK (max_in_flight > 0),
@@ -312,9 +315,11 @@ CREATE FUNCTION unmask(policy text, column_pattern text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_unmask';
 CREATE FUNCTION grant_writes(policy text, ops text[]) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_writes';
+-- statement_timeout '0' removes the policy's own (querygate.statement_timeout applies).
 CREATE FUNCTION set_policy(policy text, mask_predicates text DEFAULT NULL,
                            allow_superuser boolean DEFAULT NULL,
-                           history_params boolean DEFAULT NULL) RETURNS void
+                           history_params boolean DEFAULT NULL,
+                           statement_timeout interval DEFAULT NULL) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_set_policy';
 -- Limits of a policy (policy => ...) or of an active key (key => ...), one of the two: NULL leaves a
 -- limit as it is, 0 removes it (a key without a limit of its own follows its policy's).
@@ -342,7 +347,7 @@ CREATE VIEW queries AS
 CREATE VIEW policies AS
     SELECT p.name, p.run_as, p.allow_superuser,
            array(SELECT g.query FROM query_grant g WHERE g.policy = p.name ORDER BY g.query) AS queries,
-           p.allowed_tables, p.write_ops, p.mask_predicates, p.history_params,
+           p.allowed_tables, p.write_ops, p.mask_predicates, p.history_params, p.statement_timeout,
            (SELECT jsonb_object_agg(m.pattern, m.action) FROM mask_rule m WHERE m.policy = p.name)
                AS masks,
            p.rate_per_second, p.burst, p.max_in_flight, p.quota, p.quota_period,
@@ -408,7 +413,7 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb), drop_query(text),
     revoke_key(text),
     set_limits(text, text, double precision, integer, integer, bigint, text),
     allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
-    grant_writes(text, text[]), set_policy(text, text, boolean, boolean), set_jwks(jsonb),
+    grant_writes(text, text[]), set_policy(text, text, boolean, boolean, interval), set_jwks(jsonb),
     isolate_tenant(regclass, name), explain(text, text),
     stat_queries(), stat_workers(), stat_history(), stat_reset()
     TO querygate_admin;

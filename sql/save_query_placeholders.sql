@@ -29,7 +29,7 @@ BEGIN
     RETURN ok(false, descr) || E'\n' || diag('      caught: ' || got || E'\n      wanted: one of ' || array_to_string(codes, ', '));
 END $$;
 
-SELECT plan(65);
+SELECT plan(66);
 
 -- Placeholders are found and their types inferred.
 SELECT lives_ok($$SELECT querygate.save_query('cast', 'SELECT :a::int AS a')$$, ':a::int (placeholder then cast)');
@@ -76,11 +76,12 @@ SELECT pg_temp.throws_one_of($$SELECT querygate.save_query('explain', 'EXPLAIN S
 SELECT pg_temp.throws_one_of($$SELECT querygate.save_query('into', 'SELECT 1 AS one INTO newtab')$$, '{42601,0A000,42P18}', 'SELECT INTO is refused');
 SELECT hasnt_table('newtab', 'SELECT INTO created nothing');
 
--- Parameters: a type must be inferable; page, page_size and format are reserved.
+-- Parameters: a type must be inferable; page, page_size, format and timeout are reserved.
 SELECT pg_temp.throws_one_of($$SELECT querygate.save_query('untyped', 'SELECT 1 AS one WHERE :a IS NULL')$$, '{42P18,42601,0A000}', 'a parameter whose type cannot be inferred is refused');
 SELECT ok(pg_temp.error_of($$SELECT querygate.save_query('r1', 'SELECT :page::int AS p')$$) ~ 'page', 'parameter "page" is refused, naming it');
 SELECT ok(pg_temp.error_of($$SELECT querygate.save_query('r2', 'SELECT :page_size::int AS p')$$) ~ 'page_size', 'parameter "page_size" is refused, naming it');
 SELECT ok(pg_temp.error_of($$SELECT querygate.save_query('r3', 'SELECT :format::text AS f')$$) ~ 'format', 'parameter "format" is refused, naming it');
+SELECT ok(pg_temp.error_of($$SELECT querygate.save_query('r4', 'SELECT :timeout::int AS t')$$) ~ 'timeout', 'parameter "timeout" is refused, naming it');
 
 -- Errors of the parser and the analyzer are their own.
 SELECT throws_ok($$SELECT querygate.save_query('syntax', 'SELECT * FRM t')$$, '42601', NULL, 'syntax error: 42601');

@@ -109,11 +109,14 @@ struct QueryRunner::State {
     int saved_sec_context = 0;
     // The GUC nest level the call's SQL runs in (call_hygiene.hpp).
     int guc_nest_level = 0;
+    // The call's time limit (call_timeout), armed as its statement timeout; 0: none.
+    int timeout_ms = 0;
 
     bool matches_pattern(const std::string &pattern, const std::string &value);
     void ensure_search_path(const std::string &path);
     ApiError may_run_as(const CachedPolicy &policy);
-    void begin_call(const CachedQuery &query, const Caller &caller, Oid role, int client_fd);
+    void begin_call(const CachedQuery &query, const Caller &caller, Oid role, int client_fd,
+                    int timeout_ms);
     void end_call();
     void execute(const CachedQuery &query, PlanEntry &entry, const PolicyDecision &decision,
                  const std::vector<BoundParam> &values, const CallRequest &request,
@@ -161,13 +164,14 @@ void QueryRunner::State::ensure_search_path(const std::string &path)
 }
 
 void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &caller, Oid role,
-                                    int client_fd)
+                                    int client_fd, int call_timeout_ms)
 {
+    timeout_ms = call_timeout_ms;
     ensure_search_path(query.search_path);
     const char *activity = query.sql.c_str();
     const char *tenant = caller.has_tenant ? caller.tenant.c_str() : nullptr;
     const char *claims = caller.is_jwt ? caller.claims.json.c_str() : nullptr;
-    const int timeout = settings::statement_timeout;
+    const int timeout = call_timeout_ms;
     Oid *user = &saved_user;
     int *context = &saved_sec_context;
     int *nest = &guc_nest_level;
@@ -391,11 +395,11 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
     if (e.sqlerrcode == ERRCODE_QUERY_CANCELED && client_watch::gone())
         return api_errors::make(error_code::client_closed,
                                 "the caller closed the connection while the query ran");
-    if (e.sqlerrcode == ERRCODE_QUERY_CANCELED && settings::statement_timeout > 0 &&
-        TimestampDifferenceExceeds(started_at, GetCurrentTimestamp(),
-                                   settings::statement_timeout - 1))
+    if (e.sqlerrcode == ERRCODE_QUERY_CANCELED && timeout_ms > 0 &&
+        TimestampDifferenceExceeds(started_at, GetCurrentTimestamp(), timeout_ms - 1))
         return api_errors::make(error_code::query_timeout,
-                                "the query ran longer than the time limit");
+                                "the query ran longer than its time limit (" +
+                                    std::to_string(timeout_ms) + " ms)");
     // The database's own message goes to the server log only: it may name tables, columns or
     // values the caller may not see.
     ereport(LOG,
@@ -442,6 +446,17 @@ ApiError QueryRunner::State::may_run_as(const CachedPolicy &policy)
 }
 
 namespace {
+
+// A call's time limit: the shortest of the server's (querygate.statement_timeout), its policy's
+// and the caller's, each 0 when it sets none. Neither a policy nor a caller can lengthen it.
+int call_timeout(long server_ms, long policy_ms, long caller_ms)
+{
+    long limit = 0;
+    for (long ms : {server_ms, policy_ms, caller_ms})
+        if (ms > 0 && (limit == 0 || ms < limit))
+            limit = ms;
+    return static_cast<int>(std::min<long>(limit, INT32_MAX));
+}
 
 // Every call starts read-only; a granted write turns it read-write once its decision is made.
 void begin_read_only_transaction()
@@ -507,6 +522,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
     const CachedQuery *query = nullptr;
     s.phase = Phase::setup;
     s.failing_param = -1;
+    s.timeout_ms = 0;
     const bool hand_off = may_hand_off && !settings::group_commit && settings::write_helpers > 0;
 
     // Only the hash of a secret is ever compared or stored.
@@ -559,7 +575,9 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
             result.for_helper = true;
         } else {
             const Oid role = caller.policy->run_as;
-            s.begin_call(*query, caller, role, request.client_fd);
+            s.begin_call(*query, caller, role, request.client_fd,
+                         call_timeout(settings::statement_timeout,
+                                      caller.policy->statement_timeout_ms, request.timeout_ms));
             PlanEntry &entry = s.plans.plan_for(*query, role);
             const PolicyDecision &decision =
                 s.plans.decision_for(entry, *caller.policy, s.cache.generation());

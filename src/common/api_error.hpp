@@ -18,6 +18,8 @@ namespace error_code {
 // The request itself (HTTP side).
 inline constexpr ErrorCode invalid_body{400, "invalid_body"};
 inline constexpr ErrorCode invalid_paging{400, "invalid_paging"};
+// ?timeout= or the body's "timeout" is not a number of seconds from 0.001 up.
+inline constexpr ErrorCode invalid_timeout{400, "invalid_timeout"};
 inline constexpr ErrorCode not_found{404, "not_found"};
 inline constexpr ErrorCode method_not_allowed{405, "method_not_allowed"};
 // Neither ?format= nor Accept names a format the answer can have (http/content_negotiation.hpp).
@@ -77,13 +79,14 @@ inline constexpr ErrorCode query_timeout{504, "query_timeout"};
 // Every code above, for what checks answers against the contract (the request-handler fuzz
 // target); test/unit/api_error_test.cpp fails when a code is defined above and missing here.
 inline constexpr ErrorCode all[] = {
-    invalid_body,         invalid_paging, not_acceptable,     not_found,       method_not_allowed,
-    payload_too_large,    uri_too_long,   header_too_large,   unauthorized,    query_not_found,
-    sign_in_required,     claim_missing,  privileged_role,    rate_limited,    quota_exceeded,
-    param_required,       param_invalid,  param_from_claim,   untrusted_code,  table_not_allowed,
-    write_op_not_allowed, read_only,      mask_unresolvable,  mask_expression, mask_predicate,
-    permission_denied,    query_failed,   internal_error,     unavailable,     query_timeout,
-    too_many_connections, client_closed,  response_too_large, shutting_down,   overloaded};
+    invalid_body,       invalid_paging,       invalid_timeout, not_acceptable,     not_found,
+    method_not_allowed, payload_too_large,    uri_too_long,    header_too_large,   unauthorized,
+    query_not_found,    sign_in_required,     claim_missing,   privileged_role,    rate_limited,
+    quota_exceeded,     param_required,       param_invalid,   param_from_claim,   untrusted_code,
+    table_not_allowed,  write_op_not_allowed, read_only,       mask_unresolvable,  mask_expression,
+    mask_predicate,     permission_denied,    query_failed,    internal_error,     unavailable,
+    query_timeout,      too_many_connections, client_closed,   response_too_large, shutting_down,
+    overloaded};
 
 } // namespace error_code
 

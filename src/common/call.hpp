@@ -45,6 +45,9 @@ struct CallRequest {
     long page = 1;
     long page_size = 100;
     AnswerFormat format = AnswerFormat::json; // of the rows; errors are JSON whatever it is
+    // How long the caller lets its query run (?timeout=, Prefer: timeout=), in milliseconds; 0:
+    // as long as its policy and the server allow. It can only shorten the call.
+    long timeout_ms = 0;
     std::string request_id;
     // Set where a worker already charged the call to its caller's limits (a write helper runs
     // the call again, and must not charge it twice). Never set from a request.

@@ -126,6 +126,7 @@ void encode(const CallRequest &request, std::string &out)
     w.number(request.page);
     w.number(request.page_size);
     w.number(static_cast<std::int64_t>(request.format));
+    w.number(request.timeout_ms);
     w.text(request.request_id);
 }
 
@@ -164,7 +165,7 @@ bool decode(const char *data, std::size_t size, CallRequest &out)
         if (!r.text(p.name) || !r.text(p.value) || !r.flag(p.is_null))
             return false;
     return r.number(out.page) && r.number(out.page_size) && r.format(out.format) &&
-           r.text(out.request_id) && r.done();
+           r.number(out.timeout_ms) && r.text(out.request_id) && r.done();
 }
 
 bool decode(const char *data, std::size_t size, CallResult &out)

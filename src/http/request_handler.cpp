@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
+#include <string_view>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -105,6 +107,80 @@ bool parse_positive(const std::string &text, long max, long &out)
     return true;
 }
 
+// A number of seconds as a caller writes a timeout ("10", "0.5", at most three decimals) in whole
+// milliseconds, from 1 ms to what a timer takes; false for anything else.
+bool parse_seconds(std::string_view text, long &ms)
+{
+    const std::size_t dot = text.find('.');
+    const std::string_view whole = text.substr(0, dot);
+    const std::string_view fraction =
+        dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+    if (whole.empty() || whole.size() > 7 || fraction.size() > 3 ||
+        (dot != std::string_view::npos && fraction.empty()))
+        return false;
+    long v = 0;
+    for (char c : whole) {
+        if (!chars::is_digit(c))
+            return false;
+        v = v * 10 + (c - '0');
+    }
+    long scale = 100, frac = 0;
+    for (char c : fraction) {
+        if (!chars::is_digit(c))
+            return false;
+        frac += (c - '0') * scale;
+        scale /= 10;
+    }
+    v = v * 1000 + frac;
+    if (v < 1 || v > INT32_MAX)
+        return false;
+    ms = v;
+    return true;
+}
+
+ApiError invalid_timeout()
+{
+    return api_errors::make(error_code::invalid_timeout,
+                            "timeout must be a number of seconds from 0.001 up (at most three "
+                            "decimals); it can only shorten the call's time limit");
+}
+
+// The timeout of "Prefer: timeout=N" (RFC 7240: preferences separated by commas, each maybe with
+// parameters after ';'), in milliseconds; 0 when none is asked for or its value is not one. A
+// preference is a wish: one the server cannot read is ignored, not refused.
+long prefer_timeout(const HttpRequest &request)
+{
+    std::string prefer;
+    if (!request.header_list("prefer", prefer))
+        return 0;
+    std::string_view rest(prefer);
+    while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        std::string_view pref = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        pref = pref.substr(0, pref.find(';'));
+        const std::size_t eq = pref.find('=');
+        if (eq == std::string_view::npos)
+            continue;
+        std::string_view name = pref.substr(0, eq), value = pref.substr(eq + 1);
+        const auto trim = [](std::string_view &v) {
+            while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
+                v.remove_prefix(1);
+            while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
+                v.remove_suffix(1);
+        };
+        trim(name);
+        trim(value);
+        if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+            value = value.substr(1, value.size() - 2);
+        long ms = 0;
+        if (name.size() == 7 && iequals_prefix(std::string(name), "timeout") &&
+            parse_seconds(value, ms))
+            return ms;
+    }
+    return 0;
+}
+
 // Neither ?format= (or the body's "format") nor Accept names a format of ours: 406.
 ApiError not_acceptable()
 {
@@ -137,12 +213,13 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &format
     if (root.kind != json_body::Value::Kind::object)
         return api_errors::make(error_code::invalid_body, "the body must be a JSON object");
     using Kind = json_body::Value::Kind;
-    bool seen[4] = {false, false, false, false}; // params, page, page_size, format
+    bool seen[5] = {false, false, false, false, false}; // params, page, page_size, format, timeout
     for (const auto &[field, value] : root.members) {
         const int known = field == "params"      ? 0
                           : field == "page"      ? 1
                           : field == "page_size" ? 2
                           : field == "format"    ? 3
+                          : field == "timeout"   ? 4
                                                  : -1;
         if (known >= 0 && seen[known]) {
             ApiError e = api_errors::make(error_code::invalid_body, "a field is given twice");
@@ -174,10 +251,13 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &format
             if (value.kind != Kind::string || !answer_format::by_name(value.text, call.format))
                 return not_acceptable();
             format_given = true;
+        } else if (field == "timeout") {
+            if (value.kind != Kind::number || !parse_seconds(value.text, call.timeout_ms))
+                return invalid_timeout();
         } else {
             ApiError e = api_errors::make(error_code::invalid_body, "unknown field in the body");
-            e.errors.emplace_back(
-                field, "unknown field; the body takes params, page, page_size and format");
+            e.errors.emplace_back(field, "unknown field; the body takes params, page, page_size, "
+                                         "format and timeout");
             return e;
         }
     }
@@ -198,6 +278,9 @@ ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &
             if (!answer_format::by_name(arg.second, call.format))
                 return not_acceptable();
             format_given = true;
+        } else if (arg.first == "timeout") {
+            if (!parse_seconds(arg.second, call.timeout_ms))
+                return invalid_timeout();
         } else {
             CallParam p;
             p.name = arg.first;
@@ -587,7 +670,9 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         add_limit_headers(response, report);
         return;
     }
-    // The format: ?format= or the body's, which win over Accept.
+    // The format: ?format= or the body's, which win over Accept; the timeout: ?timeout= or the
+    // body's, which win over Prefer.
+    call.timeout_ms = prefer_timeout(request);
     bool format_given = false;
     ApiError error = read_query_string(request, call, format_given);
     if (!error.set() && request.method == "POST")

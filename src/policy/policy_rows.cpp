@@ -3,6 +3,8 @@
 
 #include "common/comma_list.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -10,7 +12,9 @@ const char policy_rows_select[] =
     "SELECT name, run_as::pg_catalog.oid, "
     "pg_catalog.array_to_string(allowed_tables::pg_catalog.oid[], ','), "
     "pg_catalog.array_to_string(write_ops, ','), mask_predicates, allow_superuser, "
-    "history_params FROM querygate.policy";
+    "history_params, "
+    "pg_catalog.ceil(pg_catalog.date_part('epoch', statement_timeout) * 1000)::pg_catalog.int8 "
+    "FROM querygate.policy";
 
 const char mask_rows_select[] = "SELECT policy, pattern, action FROM querygate.mask_rule";
 
@@ -33,6 +37,13 @@ bool decode_policy(const PolicyRow &row, DecodedPolicy &out, std::string &error)
         c[POLICY_ALLOW_SUPERUSER] && std::strcmp(c[POLICY_ALLOW_SUPERUSER], "t") == 0;
     out.history_params =
         c[POLICY_HISTORY_PARAMS] && std::strcmp(c[POLICY_HISTORY_PARAMS], "t") == 0;
+    // At least a millisecond (the column holds only positive intervals), at most what an int
+    // timer takes: longer is no limit worth arming beyond the server's.
+    out.statement_timeout_ms =
+        c[POLICY_STATEMENT_TIMEOUT]
+            ? std::min(std::max(std::strtol(c[POLICY_STATEMENT_TIMEOUT], nullptr, 10), 1L),
+                       static_cast<long>(INT32_MAX))
+            : 0;
     PolicyRules &rules = out.rules;
     rules.has_allowed_tables = c[POLICY_ALLOWED_TABLES] != nullptr;
     for (const std::string &t : comma_list::split(c[POLICY_ALLOWED_TABLES]))

@@ -11,7 +11,8 @@
 
 // The policy's row: name, run_as (an oid), allowed_tables (oids joined by commas; NULL when the
 // policy has no allow-list), write_ops (names joined by commas), mask_predicates, allow_superuser
-// and history_params ("t" or "f"). Every function and operator schema-qualified: it runs in
+// and history_params ("t" or "f"), statement_timeout (whole milliseconds; NULL when the policy has
+// none). Every function and operator schema-qualified: it runs in
 // superuser sessions. Followed by nothing, or by a WHERE clause.
 extern const char policy_rows_select[];
 // The policies' mask rules: policy, pattern, action. Followed by a WHERE and ORDER BY clause.
@@ -25,6 +26,7 @@ enum PolicyColumn {
     POLICY_MASK_PREDICATES,
     POLICY_ALLOW_SUPERUSER,
     POLICY_HISTORY_PARAMS,
+    POLICY_STATEMENT_TIMEOUT,
     POLICY_COLUMNS
 };
 
@@ -40,9 +42,10 @@ struct PolicyRow {
 struct DecodedPolicy {
     std::string name;
     Oid run_as = InvalidOid;
-    bool allow_superuser = false; // run_as may be privileged (role_rules.hpp)
-    bool history_params = false;  // the run history keeps its callers' parameters
-    PolicyRules rules;            // allow-list, writes, masks, mask_predicates
+    bool allow_superuser = false;  // run_as may be privileged (role_rules.hpp)
+    bool history_params = false;   // the run history keeps its callers' parameters
+    long statement_timeout_ms = 0; // how long its calls may run; 0: querygate.statement_timeout
+    PolicyRules rules;             // allow-list, writes, masks, mask_predicates
 };
 
 // Decodes a row. False, with the reason, when a part of it cannot be decoded (a mask rule that does

@@ -23,7 +23,7 @@ extern "C" {
 
 namespace {
 
-const char *const reserved_names[] = {"page", "page_size", "format"};
+const char *const reserved_names[] = {"page", "page_size", "format", "timeout"};
 
 bool is_ident_start(char c)
 {
@@ -83,10 +83,12 @@ void rewrite_placeholders(const char *sql, AnalyzedQuery *out)
             end++;
         char *name = pnstrdup(sql + start, end - start);
         if (is_reserved_param_name(name))
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("parameter name \"%s\" is reserved", name),
-                            errdetail("page, page_size and format are options of every HTTP call."),
-                            errhint("Rename the placeholder, for example :%s_value.", name)));
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("parameter name \"%s\" is reserved", name),
+                 errdetail("page, page_size, format and timeout are options of every HTTP call."),
+                 errhint("Rename the placeholder, for example :%s_value.", name)));
         int index = find_name(out->param_names, out->nparams, name);
         if (index < 0) {
             if (out->nparams == capacity) {

@@ -17,6 +17,7 @@ extern "C" {
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/timestamp.h"
 }
 
 #include "sql_api/catalog_access.hpp"
@@ -231,6 +232,24 @@ QUERYGATE_SQL_FUNCTION(querygate_set_policy)
         const char *args[2] = {policy, PG_GETARG_BOOL(3) ? "true" : "false"};
         catalog_exec_texts("UPDATE querygate.policy SET history_params = $2::pg_catalog.bool "
                            "WHERE name = $1",
+                           2, args);
+    }
+    // How long the policy's calls may run; querygate.statement_timeout still bounds every call
+    // (the runner arms the shorter), so a policy can only shorten it. Zero removes it.
+    if (!PG_ARGISNULL(4)) {
+        const Interval *timeout = PG_GETARG_INTERVAL_P(4);
+        const double usecs = static_cast<double>(timeout->time) +
+                             static_cast<double>(timeout->day) * USECS_PER_DAY +
+                             static_cast<double>(timeout->month) * DAYS_PER_MONTH * USECS_PER_DAY;
+        if (usecs < 0)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("statement_timeout must not be negative"),
+                            errhint("Use '0' to remove the policy's own time limit.")));
+        const char *args[2] = {policy, usecs == 0 ? nullptr
+                                                  : DatumGetCString(DirectFunctionCall1(
+                                                        interval_out, PG_GETARG_DATUM(4)))};
+        catalog_exec_texts("UPDATE querygate.policy SET statement_timeout = "
+                           "$2::pg_catalog.interval WHERE name = $1",
                            2, args);
     }
     catalog_session_end(&session);
