@@ -28,7 +28,7 @@ PG_CPPFLAGS = -DQUERYGATE_VERSION=$(EXTVERSION) -Isrc
 WERROR ?=
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra $(if $(WERROR),-Werror) -Wno-unused-parameter \
               -Wno-missing-field-initializers -Wno-register -fno-omit-frame-pointer
-SHLIB_LINK = -lmicrohttpd -ljansson -lcrypto -lstdc++
+SHLIB_LINK = -lmicrohttpd -ljansson -lcrypto -lz -lstdc++
 
 # pgTAP suites under pg_regress, on a temporary instance with the library preloaded (test/regress.conf).
 REGRESS = $(sort $(notdir $(basename $(wildcard sql/*.sql))))

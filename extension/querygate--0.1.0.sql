@@ -29,12 +29,31 @@ CREATE TABLE saved_query (
     saved_by      regrole NOT NULL,
     description   text,
     param_rules   jsonb,             -- per-parameter rules (type, required, default, enum, ...)
+    version       integer NOT NULL,  -- which of saved_query_version this is
     revision      bigint NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT now(),
     updated_at    timestamptz NOT NULL DEFAULT now()
 );
 
 CREATE SEQUENCE saved_query_revision;
+
+-- Every version of a saved query, as save_query was given it, numbered from 1 per name: the
+-- published one is copied into saved_query (which is what callers get); a draft
+-- (save_query(..., publish => false)) waits here for publish_query, and rollback_query publishes an
+-- earlier one again. Versions are analyzed again when published: the tables they name may have
+-- changed since. drop_query removes them with the query.
+CREATE TABLE saved_query_version (
+    name          text NOT NULL,
+    version       integer NOT NULL CHECK (version > 0),
+    sql           text NOT NULL,
+    description   text,
+    param_rules   jsonb,
+    search_path   text NOT NULL,
+    saved_by      regrole NOT NULL,
+    saved_at      timestamptz NOT NULL DEFAULT now(),
+    published_at  timestamptz,       -- when it was first published; NULL: a draft
+    PRIMARY KEY (name, version)
+);
 
 -- A policy is a named set of grants shared by keys; its queries run as `run_as`. Only a superuser
 -- or a member of `run_as` may change a policy, its grants or its keys (the rule of SET ROLE).
@@ -137,6 +156,7 @@ CREATE TABLE history (
     policy          text,
     query           text NOT NULL,          -- the name called
     query_revision  bigint,                 -- saved_query.revision of what ran, once found
+    query_version   integer,                -- and its version (querygate.query_versions)
     status          smallint NOT NULL,
     code            text,                   -- the error's code, when it failed
     duration_ms     double precision NOT NULL,
@@ -167,6 +187,7 @@ CREATE TABLE mask_secret (
 -- pg_dump keeps the catalog's rows.
 SELECT pg_catalog.pg_extension_config_dump('saved_query', '');
 SELECT pg_catalog.pg_extension_config_dump('saved_query_revision', '');
+SELECT pg_catalog.pg_extension_config_dump('saved_query_version', '');
 SELECT pg_catalog.pg_extension_config_dump('policy', '');
 SELECT pg_catalog.pg_extension_config_dump('query_grant', '');
 SELECT pg_catalog.pg_extension_config_dump('api_key', '');
@@ -265,8 +286,8 @@ DO $$
 DECLARE
     t text;
 BEGIN
-    FOREACH t IN ARRAY ARRAY['saved_query', 'policy', 'query_grant', 'api_key', 'mask_rule', 'jwks',
-                             'mask_secret'] LOOP
+    FOREACH t IN ARRAY ARRAY['saved_query', 'saved_query_version', 'policy', 'query_grant', 'api_key',
+                             'mask_rule', 'jwks', 'mask_secret'] LOOP
         EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE ON querygate.%I '
                        'FOR EACH ROW EXECUTE FUNCTION querygate.audit_change()', t || '_audit', t);
         EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON querygate.%I '
@@ -284,10 +305,16 @@ INSERT INTO mask_secret (secret) VALUES (random_bytes(32));
 -- to change a policy, also a member of its run_as role; set_jwks: a superuser) and write the
 -- catalog with a fixed, safe search_path; EXECUTE is also withheld from PUBLIC.
 CREATE FUNCTION save_query(name text, sql text, description text DEFAULT NULL,
-                           params jsonb DEFAULT NULL) RETURNS void
+                           params jsonb DEFAULT NULL, publish boolean DEFAULT true) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_save_query';
 CREATE FUNCTION drop_query(name text) RETURNS void
     LANGUAGE c STRICT AS 'MODULE_PATHNAME', 'querygate_drop_query';
+-- publish_query: a version (the newest when NULL, a draft usually) becomes the one callers get;
+-- rollback_query: an earlier one does again. Both analyze it again and check its grants, as a save.
+CREATE FUNCTION publish_query(name text, version integer DEFAULT NULL) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_publish_query';
+CREATE FUNCTION rollback_query(name text, version integer) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_rollback_query';
 CREATE FUNCTION create_policy(name text, run_as regrole DEFAULT NULL,
                               allow_superuser boolean DEFAULT false) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_create_policy';
@@ -342,8 +369,14 @@ CREATE VIEW queries AS
     SELECT name, sql, description, param_rules, search_path, saved_by,
            (SELECT coalesce(jsonb_agg(jsonb_build_object('name', n, 'type', t::text) ORDER BY i), '[]')
               FROM unnest(param_names, param_types) WITH ORDINALITY AS p(n, t, i)) AS params,
-           created_at, updated_at
+           version, created_at, updated_at
       FROM saved_query;
+-- Every version of every query: the one callers get is published; one never published is a draft.
+CREATE VIEW query_versions AS
+    SELECT v.name, v.version, coalesce(v.version = q.version, false) AS published,
+           v.published_at IS NULL AS draft, v.sql, v.description, v.param_rules,
+           v.search_path, v.saved_by, v.saved_at, v.published_at
+      FROM saved_query_version v LEFT JOIN saved_query q ON q.name = v.name;
 CREATE VIEW policies AS
     SELECT p.name, p.run_as, p.allow_superuser,
            array(SELECT g.query FROM query_grant g WHERE g.policy = p.name ORDER BY g.query) AS queries,
@@ -404,8 +437,9 @@ REVOKE ALL ON ALL TABLES IN SCHEMA querygate FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA querygate FROM PUBLIC;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA querygate FROM PUBLIC;
 GRANT USAGE ON SCHEMA querygate TO querygate_admin;
-GRANT SELECT ON queries, policies, keys TO querygate_admin;
-GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb), drop_query(text),
+GRANT SELECT ON queries, query_versions, policies, keys TO querygate_admin;
+GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb, boolean), drop_query(text),
+    publish_query(text, integer), rollback_query(text, integer),
     create_policy(text, regrole, boolean), drop_policy(text, boolean), grant_query(text, text),
     revoke_query(text, text),
     create_key(text, text, timestamptz, cidr[], text, double precision, integer, integer, bigint,

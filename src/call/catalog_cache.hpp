@@ -31,6 +31,7 @@ struct CachedQuery {
     Oid saved_by = InvalidOid;            // who saved it: code_trust.hpp judges that role too
     std::vector<param_rules::Rule> rules; // declared rules; parameters without one have none
     int64_t revision = 0;
+    int version = 0; // saved_query.version: which of its versions is published
 };
 
 struct CachedPolicy : DecodedPolicy {

@@ -124,6 +124,7 @@ void put(const CallRecord &call, int worker) noexcept
     r.duration_us = call.duration_us;
     r.at = GetCurrentTimestamp() - call.duration_us;
     r.revision = call.revision;
+    r.version = call.version;
     r.rows = call.rows;
     r.bytes = call.bytes;
     r.status = call.status;

@@ -46,6 +46,7 @@ struct Record {
     TimestampTz at; // when the call started
     int64 duration_us;
     int64 revision;
+    int32 version;
     uint64 rows;
     uint64 bytes;
     int32 status;

@@ -637,8 +637,10 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         result.key_name = caller.key_name;
         result.policy = caller.policy->name;
     }
-    if (query != nullptr)
+    if (query != nullptr) {
         result.revision = query->revision;
+        result.version = query->version;
+    }
     MemoryContextReset(s.request_context);
     // A call handed to a helper stays in flight until its answer (release, from the worker), and
     // is counted by the helper that runs it.

@@ -60,6 +60,7 @@ struct CallResult {
     bool has_more = false;
     unsigned long long rows = 0; // rows in body, or changed by a write that returns none
     long long revision = 0;      // saved_query.revision of the query called, once found
+    int version = 0;             // and its saved_query.version
     std::string masked; // querygate.history on: a JSON array of the masked columns, or empty
     // querygate.history on and the policy's history_params: a JSON object of the parameters,
     // masked by its rules (call/history_values.hpp), or empty

@@ -149,6 +149,7 @@ void encode(const CallResult &result, std::string &out)
     w.flag(result.for_helper);
     w.number(static_cast<std::int64_t>(result.rows));
     w.number(static_cast<std::int64_t>(result.revision));
+    w.number(static_cast<std::int64_t>(result.version));
     w.text(result.masked);
     w.text(result.params);
 }
@@ -180,12 +181,14 @@ bool decode(const char *data, std::size_t size, CallResult &out)
         if (!r.text(e.first) || !r.text(e.second))
             return false;
     std::int64_t rows = 0, revision = 0;
+    int version = 0;
     if (!r.text(out.error.allow) || !r.text(out.body) || !r.flag(out.has_more) ||
-        !r.flag(out.for_helper) || !r.number(rows) || !r.number(revision) || !r.text(out.masked) ||
-        !r.text(out.params) || !r.done() || rows < 0)
+        !r.flag(out.for_helper) || !r.number(rows) || !r.number(revision) || !r.number(version) ||
+        !r.text(out.masked) || !r.text(out.params) || !r.done() || rows < 0)
         return false;
     out.rows = static_cast<unsigned long long>(rows);
     out.revision = revision;
+    out.version = version;
     return true;
 }
 

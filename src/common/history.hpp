@@ -14,6 +14,7 @@ struct CallRecord {
     std::string_view policy;   // empty when no key was accepted
     std::string_view query;    // the name called, as the URL gave it
     std::int64_t revision = 0; // saved_query.revision of what ran; 0 when nothing ran
+    int version = 0;           // and its saved_query.version
     std::string_view code;     // the error's code; empty on success
     std::string_view client;   // the caller's address, after trusted proxies
     std::uint64_t rows = 0;

@@ -2,6 +2,7 @@
 #include "http/request_handler.hpp"
 
 #include "common/chars.hpp"
+#include "http/answer_encoding.hpp"
 #include "http/content_negotiation.hpp"
 #include "http/json_body.hpp"
 #include "http/json_text.hpp"
@@ -470,6 +471,7 @@ bool RequestHandler::tracing() const
 void RequestHandler::note_result(Logged &logged, CallResult &result)
 {
     logged.revision = result.revision;
+    logged.version = result.version;
     logged.rows = result.error.set() ? 0 : result.rows;
     logged.masked = std::move(result.masked);
     logged.params = std::move(result.params);
@@ -490,6 +492,7 @@ void RequestHandler::log_answer(const Logged &logged, const HttpResponse &respon
         call.policy = logged.policy;
         call.query = logged.query;
         call.revision = logged.revision;
+        call.version = logged.version;
         call.code = response.error_code;
         call.client = logged.client;
         call.rows = logged.rows;
@@ -694,7 +697,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         // The call keeps its place in its caller's in-flight count until its answer.
         const std::string *origin = request.header("origin");
         Later waiting{++last_token_,
-                      Shape{call.page, call.page_size, call.format},
+                      shape_of(request, call),
                       id,
                       origin ? *origin : std::string(),
                       logged,
@@ -719,7 +722,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         result.limits = waiting.limits;
     }
     note_result(logged, result);
-    answer_call(result, Shape{call.page, call.page_size, call.format}, response, id);
+    answer_call(result, shape_of(request, call), response, id);
 }
 
 void RequestHandler::add_limit_headers(HttpResponse &response, const LimitReport &report)
@@ -734,11 +737,25 @@ void RequestHandler::add_limit_headers(HttpResponse &response, const LimitReport
                             std::to_string(std::max(1LL, report.retry_after_seconds)));
 }
 
+RequestHandler::Shape RequestHandler::shape_of(const HttpRequest &request, const CallRequest &call)
+{
+    Shape shape{call.page, call.page_size, call.format};
+    std::string accept_encoding;
+    shape.gzip = answer_encoding::accepts_gzip(
+        request.header_list("accept-encoding", accept_encoding) ? &accept_encoding : nullptr);
+    // Only a GET is conditional: a POST is a call that may write, and its answer is known only
+    // once it ran, too late for a precondition to keep it from running.
+    shape.conditional =
+        request.method == "GET" && request.header_list("if-none-match", shape.if_none_match);
+    return shape;
+}
+
 void RequestHandler::answer_call(CallResult &result, const Shape &shape, HttpResponse &response,
                                  const std::string &id)
 {
-    // The answer depends on Accept as well as on the URL (a cache keeps one per format).
-    response.add_header("Vary", "Accept");
+    // The answer depends on Accept and Accept-Encoding as well as on the URL (a cache keeps one
+    // per format and coding).
+    response.add_header("Vary", "Accept, Accept-Encoding");
     if (result.error.set()) {
         write_error(response, result.error, id);
         add_limit_headers(response, result.limits);
@@ -753,6 +770,20 @@ void RequestHandler::answer_call(CallResult &result, const Shape &shape, HttpRes
     response.add_header("X-Page", std::to_string(shape.page));
     response.add_header("X-Page-Size", std::to_string(shape.page_size));
     response.add_header("X-Has-More", result.has_more ? "true" : "false");
+    std::string tag = answer_encoding::etag(response.body);
+    if (shape.conditional && answer_encoding::none_match(&shape.if_none_match, tag)) {
+        response.status = 304; // the caller has this answer already: it gets the headers alone
+        response.body.clear();
+        response.add_header("ETag", std::move(tag));
+        return;
+    }
+    response.add_header("ETag", std::move(tag));
+    std::string compressed;
+    if (shape.gzip && response.body.size() >= answer_encoding::gzip_threshold &&
+        answer_encoding::gzip(response.body, compressed)) {
+        response.body.swap(compressed);
+        response.add_header("Content-Encoding", "gzip");
+    }
 }
 
 bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpResponse &response)

@@ -64,6 +64,7 @@ class RequestHandler {
         std::string client;
         Clock::time_point started;
         long long revision = 0;
+        int version = 0;
         unsigned long long rows = 0;
         std::string masked;
         std::string params;
@@ -97,12 +98,18 @@ class RequestHandler {
     static void start_response(HttpResponse &response, const std::string &id);
     // RateLimit-Limit, -Remaining and -Reset when the caller has a limit; Retry-After on a 429.
     static void add_limit_headers(HttpResponse &response, const LimitReport &report);
-    // The paging a call's answer reports, and its format.
+    // The paging a call's answer reports, its format, and how it may be sent
+    // (http/answer_encoding.hpp).
     struct Shape {
         long page;
         long page_size;
         AnswerFormat format;
+        bool gzip = false;         // Accept-Encoding allows it
+        bool conditional = false;  // a GET with If-None-Match
+        std::string if_none_match; // its value
     };
+    // What the request says of its answer's shape.
+    static Shape shape_of(const HttpRequest &request, const CallRequest &call);
     static void answer_call(CallResult &result, const Shape &shape, HttpResponse &response,
                             const std::string &id);
 

@@ -58,30 +58,31 @@ Datum oid_array(Oid *items, int n, Oid element_type)
 
 } // namespace
 
-QUERYGATE_SQL_FUNCTION(querygate_save_query)
+namespace {
+
+// One version of a saved query, as save_query was given it: its SQL, description and parameter
+// rules (JSON text; nullptr for none), and the saver's search_path made explicit.
+struct QueryVersion {
+    const char *name;
+    const char *sql;
+    const char *description;
+    const char *rules;
+    const char *search_path;
+};
+
+// Analyzes the version's SQL under its search_path, as the caller (every later analysis and every
+// call resolve names through exactly this path), and checks its parameter rules now, not at the
+// first call: unknown rules, rules for parameters the SQL does not have, defaults that break
+// their own rules, patterns that do not compile. Outside a catalog session.
+void analyze_version(const QueryVersion &v, AnalyzedQuery *analyzed)
 {
-    require_admin();
-    char *name = sql_text_arg(fcinfo, 0, "the query name");
-    check_object_name("query", name);
-    char *sql = sql_text_arg(fcinfo, 1, "the query's SQL");
-
-    // The saver's search_path made explicit (saved_query_analysis.hpp), and in force while the
-    // statement is analyzed: every later analysis and every call resolve names through exactly
-    // the path this one did.
-    char *search_path = explicit_search_path();
     int nest = NewGUCNestLevel();
-    (void)set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-                            true, 0, false);
-    AnalyzedQuery analyzed;
-    analyze_saved_query(sql, &analyzed);
-
-    // Parameter rules are checked now, not at the first call: unknown rules, rules for parameters
-    // the SQL does not have, defaults that break their own rules, patterns that do not compile.
-    if (!PG_ARGISNULL(3)) {
-        Jsonb *rules = PG_GETARG_JSONB_P(3);
-        char *json = JsonbToCString(nullptr, &rules->root, VARSIZE(rules));
+    (void)set_config_option("search_path", v.search_path, PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    analyze_saved_query(v.sql, analyzed);
+    if (v.rules != nullptr) {
         ParamPatterns patterns;
-        if (char *problem = validate_param_rules(json, &analyzed, &patterns))
+        if (char *problem = validate_param_rules(v.rules, analyzed, &patterns))
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("invalid parameter rules: %s", problem)));
         for (int i = 0; i < patterns.n; i++) {
@@ -95,45 +96,170 @@ QUERYGATE_SQL_FUNCTION(querygate_save_query)
         }
     }
     AtEOXact_GUC(true, nest);
+}
 
-    CatalogSession session;
-    catalog_session_begin(&session);
-    // The query's row is locked first, so a grant of it that has not committed yet is waited for
-    // (grant_query locks it too) and then seen below.
+// Serializes the saves and publications of one query's name (its row may not exist yet to be
+// locked: a first save, or drafts only) until the transaction ends. Inside a catalog session.
+void lock_query_name(const char *name)
+{
+    exec1("SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('querygate.saved_query'), "
+          "pg_catalog.hashtext($1))",
+          name);
+    // The row too, so that a grant of it that has not committed yet is waited for (grant_query
+    // locks it) and then seen.
     exec1("SELECT 1 FROM querygate.saved_query WHERE name = $1 FOR UPDATE", name);
-    // Re-saving a granted query changes what its policies run: the saver must be able to act as
-    // each of their roles, and each must still accept the query as it now reads.
-    catalog_require_query_actor(&session, name);
-    Oid types[9] = {TEXTOID, TEXTOID,    TEXTOID, TEXTARRAYOID, REGTYPEARRAYOID,
-                    TEXTOID, REGROLEOID, TEXTOID, JSONBOID};
-    Datum values[9] = {CStringGetTextDatum(name),
-                       CStringGetTextDatum(sql),
-                       CStringGetTextDatum(analyzed.prepared_sql),
-                       text_array(analyzed.param_names, analyzed.nparams),
-                       oid_array(analyzed.param_types, analyzed.nparams, REGTYPEOID),
-                       CStringGetTextDatum(search_path),
-                       ObjectIdGetDatum(session.saved_userid),
-                       PG_ARGISNULL(2) ? (Datum)0 : PG_GETARG_DATUM(2),
-                       PG_ARGISNULL(3) ? (Datum)0 : PG_GETARG_DATUM(3)};
-    bool nulls[9] = {false, false, false,           false,          false,
-                     false, false, PG_ARGISNULL(2), PG_ARGISNULL(3)};
+}
+
+// Keeps the version as the query's next one (published now, or a draft); returns its number.
+// Inside a catalog session.
+int add_version(const CatalogSession *session, const QueryVersion &v, bool published)
+{
+    const char *args[7] = {v.name,
+                           v.sql,
+                           v.description,
+                           v.rules,
+                           v.search_path,
+                           psprintf("%u", session->saved_userid),
+                           published ? "true" : "false"};
+    catalog_exec_texts(
+        "INSERT INTO querygate.saved_query_version (name, version, sql, description, "
+        "param_rules, search_path, saved_by, published_at) "
+        "SELECT $1, coalesce(max(version), 0) + 1, $2, $3, $4::pg_catalog.jsonb, $5, "
+        "$6::pg_catalog.oid::pg_catalog.regrole, "
+        "CASE WHEN $7::pg_catalog.bool THEN pg_catalog.now() END "
+        "FROM querygate.saved_query_version WHERE name = $1 RETURNING version",
+        7, args);
+    return pg_strtoint32(catalog_result_text(0, 1, CurrentMemoryContext));
+}
+
+// Makes the version the one callers get: saved_query holds it under a new revision (which tells
+// every worker to plan it again), saved by the caller, and every policy granted the query must
+// still accept it as it now reads (the caller must be able to act as each of their roles).
+// Inside a catalog session, with lock_query_name held.
+void publish_version(const CatalogSession *session, const QueryVersion &v, int version,
+                     const AnalyzedQuery &analyzed)
+{
+    catalog_require_query_actor(session, v.name);
+    Oid types[10] = {TEXTOID, TEXTOID,    TEXTOID, TEXTARRAYOID, REGTYPEARRAYOID,
+                     TEXTOID, REGROLEOID, TEXTOID, TEXTOID,      INT4OID};
+    Datum values[10] = {CStringGetTextDatum(v.name),
+                        CStringGetTextDatum(v.sql),
+                        CStringGetTextDatum(analyzed.prepared_sql),
+                        text_array(analyzed.param_names, analyzed.nparams),
+                        oid_array(analyzed.param_types, analyzed.nparams, REGTYPEOID),
+                        CStringGetTextDatum(v.search_path),
+                        ObjectIdGetDatum(session->saved_userid),
+                        v.description ? CStringGetTextDatum(v.description) : (Datum)0,
+                        v.rules ? CStringGetTextDatum(v.rules) : (Datum)0,
+                        Int32GetDatum(version)};
+    bool nulls[10] = {false,
+                      false,
+                      false,
+                      false,
+                      false,
+                      false,
+                      false,
+                      v.description == nullptr,
+                      v.rules == nullptr,
+                      false};
     catalog_exec("INSERT INTO querygate.saved_query AS q (name, sql, prepared_sql, param_names, "
-                 "param_types, search_path, saved_by, description, param_rules, revision) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+                 "param_types, search_path, saved_by, description, param_rules, version, "
+                 "revision) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::pg_catalog.jsonb, $10, "
                  "nextval('querygate.saved_query_revision')) "
                  "ON CONFLICT (name) DO UPDATE SET sql = excluded.sql, "
                  "prepared_sql = excluded.prepared_sql, param_names = excluded.param_names, "
                  "param_types = excluded.param_types, search_path = excluded.search_path, "
                  "saved_by = excluded.saved_by, description = excluded.description, "
-                 "param_rules = excluded.param_rules, revision = excluded.revision, "
-                 "updated_at = now()",
-                 9, types, values, nulls);
+                 "param_rules = excluded.param_rules, version = excluded.version, "
+                 "revision = excluded.revision, updated_at = now()",
+                 10, types, values, nulls);
+    const char *args[2] = {v.name, psprintf("%d", version)};
+    // A draft's first publication (a version saved as published already has its time).
+    catalog_exec_texts("UPDATE querygate.saved_query_version SET published_at = pg_catalog.now() "
+                       "WHERE name = $1 AND version = $2::pg_catalog.int4 AND published_at IS NULL",
+                       2, args);
     GrantedPolicies granted;
-    catalog_granted_policies(name, &granted);
+    catalog_granted_policies(v.name, &granted);
     for (int i = 0; i < granted.n; i++)
-        check_grant(granted.names[i], name);
+        check_grant(granted.names[i], v.name);
+}
+
+// publish_query and rollback_query: version `version` of the query (the newest when null) made
+// the one callers get, analyzed again under the search_path it was saved with (the tables it
+// names may have changed since).
+Datum publish_saved_version(FunctionCallInfo fcinfo, bool version_required)
+{
+    require_admin();
+    char *name = sql_text_arg(fcinfo, 0, "the query name");
+    if (version_required && PG_ARGISNULL(1))
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("the version must not be null")));
+    const MemoryContext here = CurrentMemoryContext;
+    CatalogSession session;
+    catalog_session_begin(&session);
+    lock_query_name(name);
+    const char *args[2] = {name, PG_ARGISNULL(1) ? nullptr : psprintf("%d", PG_GETARG_INT32(1))};
+    if (catalog_exec_texts("SELECT version, sql, description, param_rules::pg_catalog.text, "
+                           "search_path FROM querygate.saved_query_version WHERE name = $1 "
+                           "AND ($2::pg_catalog.int4 IS NULL OR version = $2::pg_catalog.int4) "
+                           "ORDER BY version DESC LIMIT 1",
+                           2, args) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        args[1] ? errmsg("saved query \"%s\" has no version %s", name, args[1])
+                                : errmsg("saved query \"%s\" does not exist", name)));
+    const int version = pg_strtoint32(catalog_result_text(0, 1, here));
+    QueryVersion v = {name, catalog_result_text(0, 2, here), catalog_result_text(0, 3, here),
+                      catalog_result_text(0, 4, here), catalog_result_text(0, 5, here)};
+    catalog_session_end(&session);
+
+    AnalyzedQuery analyzed;
+    analyze_version(v, &analyzed);
+    catalog_session_begin(&session);
+    publish_version(&session, v, version, analyzed);
     catalog_session_end(&session);
     PG_RETURN_VOID();
+}
+
+} // namespace
+
+QUERYGATE_SQL_FUNCTION(querygate_save_query)
+{
+    require_admin();
+    char *name = sql_text_arg(fcinfo, 0, "the query name");
+    check_object_name("query", name);
+    QueryVersion v = {name, sql_text_arg(fcinfo, 1, "the query's SQL"),
+                      PG_ARGISNULL(2) ? nullptr : text_to_cstring(PG_GETARG_TEXT_PP(2)), nullptr,
+                      // The saver's search_path made explicit (saved_query_analysis.hpp).
+                      explicit_search_path()};
+    if (!PG_ARGISNULL(3)) {
+        Jsonb *rules = PG_GETARG_JSONB_P(3);
+        v.rules = JsonbToCString(nullptr, &rules->root, VARSIZE(rules));
+    }
+    // A draft is kept and checked like any version, but callers go on getting the published one
+    // until publish_query.
+    const bool publish = PG_ARGISNULL(4) || PG_GETARG_BOOL(4);
+    AnalyzedQuery analyzed;
+    analyze_version(v, &analyzed);
+
+    CatalogSession session;
+    catalog_session_begin(&session);
+    lock_query_name(name);
+    const int version = add_version(&session, v, publish);
+    if (publish)
+        publish_version(&session, v, version, analyzed);
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+QUERYGATE_SQL_FUNCTION(querygate_publish_query)
+{
+    return publish_saved_version(fcinfo, false);
+}
+
+QUERYGATE_SQL_FUNCTION(querygate_rollback_query)
+{
+    return publish_saved_version(fcinfo, true);
 }
 
 QUERYGATE_SQL_FUNCTION(querygate_drop_query)
@@ -142,9 +268,12 @@ QUERYGATE_SQL_FUNCTION(querygate_drop_query)
     char *name = sql_text_arg(fcinfo, 0, "the query name");
     CatalogSession session;
     catalog_session_begin(&session);
-    exec1("SELECT 1 FROM querygate.saved_query WHERE name = $1 FOR UPDATE", name);
+    lock_query_name(name);
     catalog_require_query_actor(&session, name);
-    if (exec1("DELETE FROM querygate.saved_query WHERE name = $1", name) == 0)
+    const uint64 live = exec1("DELETE FROM querygate.saved_query WHERE name = $1", name);
+    const uint64 versions =
+        exec1("DELETE FROM querygate.saved_query_version WHERE name = $1", name);
+    if (live == 0 && versions == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("saved query \"%s\" does not exist", name)));
     catalog_session_end(&session);

@@ -122,6 +122,14 @@ uint64 catalog_change_policy(const char *sql, int nargs, const char *const *args
     return n;
 }
 
+char *catalog_result_text(uint64 row, int col, MemoryContext into)
+{
+    MemoryContext spi = MemoryContextSwitchTo(into);
+    char *text = SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+    MemoryContextSwitchTo(spi);
+    return text;
+}
+
 void catalog_read_policy_row(const char *policy, MemoryContext into, PolicyRow *row)
 {
     const char *args[1] = {policy};

@@ -32,6 +32,10 @@ uint64 catalog_exec(const char *sql, int nargs, const Oid *types, const Datum *v
 // catalog_exec with text arguments (nullptr for SQL NULL).
 uint64 catalog_exec_texts(const char *sql, int nargs, const char *const *args);
 
+// The text of column `col` (from 1) of row `row` of the last catalog statement's result, copied
+// into `into` (which outlives the session); nullptr for NULL.
+char *catalog_result_text(uint64 row, int col, MemoryContext into);
+
 // One change to a policy's rows, in a catalog session of its own, by a caller who may change the
 // policy (catalog_require_policy_actor): args[0] is the policy's name, $1 in sql. Returns the
 // number of rows processed.

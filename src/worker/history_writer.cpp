@@ -110,6 +110,7 @@ enum Column {
     col_policy,
     col_query,
     col_query_revision,
+    col_query_version,
     col_status,
     col_code,
     col_duration_ms,
@@ -121,9 +122,10 @@ enum Column {
     col_params,
     ncolumns
 };
-const char *const column_names[ncolumns] = {
-    "at",          "request_id", "key_name", "policy", "query",  "query_revision", "status", "code",
-    "duration_ms", "rows",       "bytes",    "client", "worker", "masked_columns", "params"};
+const char *const column_names[ncolumns] = {"at",     "request_id",     "key_name",       "policy",
+                                            "query",  "query_revision", "query_version",  "status",
+                                            "code",   "duration_ms",    "rows",           "bytes",
+                                            "client", "worker",         "masked_columns", "params"};
 
 template <std::size_t Room> Datum text_of(const history_ring::Text<Room> &text)
 {
@@ -162,6 +164,8 @@ void form(Row &row, const history_ring::Record &r)
     v[col_query] = text_of(r.query);
     null[col_query_revision] = r.revision == 0;
     v[col_query_revision] = Int64GetDatum(r.revision);
+    null[col_query_version] = r.version == 0;
+    v[col_query_version] = Int32GetDatum(r.version);
     v[col_status] = Int16GetDatum(static_cast<int16>(r.status));
     v[col_code] = text_or_null(r.code, null[col_code]);
     v[col_duration_ms] = Float8GetDatum(static_cast<double>(r.duration_us) / 1000.0);

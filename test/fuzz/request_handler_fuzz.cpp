@@ -18,6 +18,7 @@
 // and its page is answered with X-Page, X-Page-Size and X-Has-More. One known finding is tolerated
 // (below). The access log is on (querygate.log_requests and its format from the mode byte): every
 // line is one line (no CR, LF or NUL), and a JSON one is an object whose "status" is the answer's.
+#include "http/answer_encoding.hpp"
 #include "http/cors.hpp"
 #include "http/json_body.hpp"
 #include "http/request_handler.hpp"
@@ -133,7 +134,8 @@ void check_metrics(const HttpRequest &request, const HttpResponse &response)
 void check_response(const HttpRequest &request, const HttpResponse &response, bool refused,
                     int calls_before)
 {
-    static const int statuses[] = {200, 204, 400, 401, 403, 404, 405, 406, 413, 429, 500, 503, 504};
+    static const int statuses[] = {200, 204, 304, 400, 401, 403, 404,
+                                   405, 406, 413, 429, 500, 503, 504};
     bool known = false;
     for (int s : statuses)
         known = known || response.status == s;
@@ -158,6 +160,16 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
         return;
     }
     bool runner_called = fake_runner::calls != calls_before;
+    // 304: a GET call whose If-None-Match names the answer's tag, sent without a body.
+    if (response.status == 304) {
+        std::string if_none_match;
+        FUZZ_CHECK(!refused && runner_called && request.method == "GET" &&
+                   request.header_list("if-none-match", if_none_match));
+        const std::string *tag = response_header(response, "ETag");
+        FUZZ_CHECK(tag != nullptr && answer_encoding::none_match(&if_none_match, *tag));
+        FUZZ_CHECK(response.body.empty());
+        return;
+    }
     // A call's rows come in its format (the fake runner's body is JSON whatever it is asked);
     // everything else, errors above all, is JSON.
     const AnswerFormat format =

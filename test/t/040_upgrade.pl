@@ -433,7 +433,7 @@ my $fresh = snapshot($fresh_db);
 		'the install script creates functions, tables, triggers and config tables ('
 		  . join(', ', map { "$_ $seen{$_}" } sort keys %seen) . ')');
 	is(join(', ', @missing), '', 'the snapshot of a fresh install sees every one of them');
-	like($fresh->{privileges}{'function querygate.save_query(text,text,text,jsonb)'} // '',
+	like($fresh->{privileges}{'function querygate.save_query(text,text,text,jsonb,boolean)'} // '',
 		qr/\bquerygate_admin=X\//, 'the snapshot sees the grants to querygate_admin');
 	is($fresh->{extension}{querygate} && json_decode($fresh->{extension}{querygate})->{version},
 		$current, "the snapshot is of version $current");

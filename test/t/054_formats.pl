@@ -69,7 +69,7 @@ my @text_rows = (
 my $json = call('/q/fmt_all');
 is($json->{status}, 200, 'JSON: 200');
 is($json->{headers}{'content-type'}, 'application/json', 'JSON: its content type');
-is($json->{headers}{vary}, 'Accept', 'the answer varies by Accept');
+is($json->{headers}{vary}, 'Accept, Accept-Encoding', 'the answer varies by Accept');
 my $rows = parsed('json', $json->{content});
 is(scalar(@$rows), 4, 'JSON: four rows');
 is($rows->[2]{name}, $text_rows[2][1], 'JSON: a value with a line break, a tab and a backslash');

@@ -40,6 +40,7 @@ CallResult sample_result()
     r.has_more = true;
     r.rows = 123456789012ULL;
     r.revision = 42;
+    r.version = 7;
     r.masked = "[\"ssn\",\"email\"]";
     r.params = "{\"id\":7,\"ssn\":\"4b2f\"}";
     return r;
@@ -65,7 +66,7 @@ bool same(const CallResult &a, const CallResult &b)
            a.error.message == b.error.message && a.error.errors == b.error.errors &&
            a.error.allow == b.error.allow && a.body == b.body && a.has_more == b.has_more &&
            a.for_helper == b.for_helper && a.rows == b.rows && a.revision == b.revision &&
-           a.masked == b.masked && a.params == b.params;
+           a.version == b.version && a.masked == b.masked && a.params == b.params;
 }
 
 void round_trips()
