@@ -8,6 +8,9 @@ extern char *database;         // querygate.database (restart)
 extern char *listen_addresses; // querygate.listen_addresses (restart)
 extern int port;               // querygate.port (restart)
 extern int workers;            // querygate.workers (restart)
+extern bool ssl;               // querygate.ssl: the HTTP workers speak TLS (restart)
+extern char *ssl_cert_file;    // querygate.ssl_cert_file; empty: PostgreSQL's ssl_cert_file
+extern char *ssl_key_file;     // querygate.ssl_key_file; empty: PostgreSQL's ssl_key_file
 extern int statement_timeout;  // querygate.statement_timeout, ms, 0 = none (reload)
 extern int max_page_size;      // querygate.max_page_size (reload)
 extern int max_body_size;      // querygate.max_body_size, bytes (reload)

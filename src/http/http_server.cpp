@@ -329,8 +329,9 @@ struct HttpServer::Callbacks {
     }
 };
 
-HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal)
-    : listen_fd_(listen_fd), handler_(std::move(handler)), refusal_(std::move(refusal))
+HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, const Tls *tls)
+    : listen_fd_(listen_fd), handler_(std::move(handler)), refusal_(std::move(refusal)),
+      tls_(tls != nullptr)
 {
     log_.library.reserve(max_log_lines);
     log_.faults.reserve(max_log_lines);
@@ -341,6 +342,17 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal)
     });
     unsigned int flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG |
                          MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME;
+    // With TLS, GnuTLS reads the key and the chain as the daemon starts, and keeps its own copies.
+    // TLS 1.2 and 1.3 only: what RFC 8996 and today's clients leave.
+    MHD_OptionItem tls_options[] = {
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, tls ? const_cast<char *>(tls->key_pem.c_str()) : nullptr},
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, tls ? const_cast<char *>(tls->cert_pem.c_str()) : nullptr},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0,
+         const_cast<char *>("NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2")},
+        {MHD_OPTION_END, 0, nullptr}};
+    MHD_OptionItem no_options[] = {{MHD_OPTION_END, 0, nullptr}};
+    if (tls != nullptr)
+        flags |= MHD_USE_TLS;
     daemon_ = MHD_start_daemon(
         flags, 0, nullptr, nullptr, &Callbacks::access, this, MHD_OPTION_EXTERNAL_LOGGER,
         &Callbacks::log, this, MHD_OPTION_NOTIFY_COMPLETED, &Callbacks::completed, this,
@@ -348,9 +360,13 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal)
         &Callbacks::request_line, this, MHD_OPTION_CONNECTION_TIMEOUT, idle_timeout_s_,
         // The worker bounds connections (Admission); libmicrohttpd's own bound only stops what
         // the descriptors would not hold anyway.
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000000, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000000, MHD_OPTION_ARRAY,
+        tls ? tls_options : no_options, MHD_OPTION_END);
     if (daemon_ == nullptr)
-        start_error_ = "libmicrohttpd could not start on the shared listening socket";
+        start_error_ = tls != nullptr ? "libmicrohttpd could not start with TLS (is the key the "
+                                        "certificate's, and are both PEM?)"
+                                      : "libmicrohttpd could not start on the shared listening "
+                                        "socket";
 }
 
 HttpServer::~HttpServer()
@@ -534,6 +550,11 @@ void HttpServer::request_arrived(MHD_Connection *conn)
 void HttpServer::refuse_connection(int fd, int refused)
 {
     refused_connections_++;
+    // Over TLS an answer needs a handshake first: the connection is closed without one.
+    if (tls_) {
+        ::close(fd);
+        return;
+    }
     try {
         HttpResponse resp;
         if (admission_.refusal)

@@ -34,7 +34,14 @@ class HttpServer {
     // called with a mark at least as high (group commit: a WAL position).
     using HoldCheck = std::function<std::uint64_t()>;
 
-    HttpServer(int listen_fd, Handler handler, Refusal refusal);
+    // TLS (querygate.ssl): the certificate chain and private key, in PEM, or null for plain HTTP.
+    // libmicrohttpd (GnuTLS) speaks TLS 1.2 and 1.3 on every connection; a client that does not
+    // is not served.
+    struct Tls {
+        std::string cert_pem;
+        std::string key_pem;
+    };
+    HttpServer(int listen_fd, Handler handler, Refusal refusal, const Tls *tls = nullptr);
     ~HttpServer();
     HttpServer(const HttpServer &) = delete;
     HttpServer &operator=(const HttpServer &) = delete;
@@ -159,6 +166,7 @@ class HttpServer {
     int listen_fd_ = -1;
     Handler handler_;
     Refusal refusal_;
+    bool tls_ = false; // connections speak TLS: nothing is written to them but by libmicrohttpd
     LogLines log_;
     HoldCheck hold_;
     std::vector<std::pair<std::uint64_t, MHD_Connection *>> held_; // (mark, connection)

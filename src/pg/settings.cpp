@@ -42,6 +42,9 @@ double history_sample_rate = 1.0;
 int history_retention = 7 * 24 * 3600;
 int history_buffer = 8192;
 int history_flush_interval = 1000;
+bool ssl = false;
+char *ssl_cert_file = nullptr;
+char *ssl_key_file = nullptr;
 char *trusted_proxies = nullptr;
 char *cors_allowed_origins = nullptr;
 char *jwt_secret = nullptr;
@@ -81,6 +84,17 @@ void define_restart_only()
     DefineCustomIntVariable("querygate.workers", "Number of HTTP worker processes.",
                             "Each worker runs one query at a time.", &workers, 2, 0, 128,
                             PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable("querygate.ssl", "Makes the HTTP workers speak TLS (HTTPS) only.",
+                             "With the certificate and key of querygate.ssl_cert_file and "
+                             "querygate.ssl_key_file, or else PostgreSQL's own.",
+                             &ssl, false, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable("querygate.ssl_cert_file",
+                               "The HTTP workers' TLS certificate chain (PEM).",
+                               "Empty: PostgreSQL's ssl_cert_file. Relative to the data directory.",
+                               &ssl_cert_file, "", PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable("querygate.ssl_key_file", "The HTTP workers' TLS private key (PEM).",
+                               "Empty: PostgreSQL's ssl_key_file. Relative to the data directory.",
+                               &ssl_key_file, "", PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "querygate.limit_entries",
         "Callers with limits (keys, policies, client addresses) counted at once.",

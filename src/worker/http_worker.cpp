@@ -37,6 +37,7 @@ extern "C" {
 #include "worker/access_log_sink.hpp"
 #include "worker/connection_counts.hpp"
 #include "worker/group_commit.hpp"
+#include "worker/tls_files.hpp"
 #include "http/request_handler.hpp"
 #include "common/settings.hpp"
 #include "worker/stats_reporter.hpp"
@@ -162,12 +163,39 @@ void serve()
     WriteHelpers helpers;
     ServerLogSink access_log; // querygate.log_requests
     RequestHandler handler(runner, &helpers, &access_log);
+    // With querygate.ssl on, TLS or nothing: a worker whose certificate or key cannot be used
+    // serves no plain HTTP in their place. It says why once and exits with code 0, which
+    // PostgreSQL takes as done (a background worker that exits 0 is not started again), so the
+    // log does not fill with the same failure every second; the settings need a restart anyway.
+    HttpServer::Tls tls;
+    if (settings::ssl) {
+        std::string problem;
+        if (!tls_files::load(tls, problem)) {
+            ereport(LOG,
+                    (errmsg("querygate http worker does not serve: querygate.ssl is on, but %s",
+                            problem.c_str()),
+                     errhint("Fix querygate.ssl_cert_file and querygate.ssl_key_file (or "
+                             "PostgreSQL's ssl_cert_file and ssl_key_file), then restart.")));
+            proc_exit(0);
+        }
+    }
     HttpServer server(
         listen_socket::shared_fd,
         [&handler](const HttpRequest &req, HttpResponse &resp) { handler.handle(req, resp); },
         [&handler](const HttpRequest &req, int status, HttpResponse &resp) {
             handler.refuse(req, status, resp);
-        });
+        },
+        settings::ssl ? &tls : nullptr);
+    // GnuTLS holds the key now; this copy goes.
+    explicit_bzero(tls.key_pem.data(), tls.key_pem.size());
+    tls.key_pem.clear();
+    if (!server.started() && settings::ssl) {
+        ereport(LOG,
+                (errmsg("querygate http worker does not serve: %s", server.start_error().c_str()),
+                 errhint("Fix querygate.ssl_cert_file and querygate.ssl_key_file, then "
+                         "restart.")));
+        proc_exit(0);
+    }
     if (!server.started())
         ereport(FATAL, (errmsg("querygate http worker could not start: %s",
                                server.start_error().c_str())));

@@ -111,7 +111,8 @@ sub poll_until
 	}
 }
 
-# start(name => 'main', workers => 2, preload => 1, extension => 1, conf => "extra lines\n")
+# start(name => 'main', workers => 2, preload => 1, extension => 1, conf => "extra lines\n",
+#       wait_health => 1)
 sub start
 {
 	my ($class, %o) = @_;
@@ -140,7 +141,8 @@ sub start
 	}, $class;
 
 	$node->safe_psql('postgres', 'CREATE EXTENSION querygate') if $o{extension} // 1;
-	if ($preload)
+	# wait_health => 0: the caller waits its own way (over TLS, say)
+	if ($preload && ($o{wait_health} // 1))
 	{
 		my $ok = $self->wait_health;
 		BAIL_OUT("querygate did not answer GET /health with 200 within ${POLL_TIMEOUT}s")
