@@ -14,6 +14,7 @@
 
 #include "call/call_limits.hpp"
 #include "call/client_watch.hpp"
+#include "call/export_file.hpp"
 #include "call/stop_request.hpp"
 #include "call/limit_table.hpp"
 #include "call/history_ring.hpp"
@@ -51,7 +52,10 @@ extern "C" {
 #include "worker/group_commit.hpp"
 #include "worker/worker_load.hpp"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <stdexcept>
 #include <utility>
 
 namespace {
@@ -258,6 +262,14 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
     const long page_size = request.page_size;
     const AnswerFormat format = request.format;
     MemoryContext request_cxt = request_context;
+    // An export writes every row to its file (export_file.hpp), which the answer is sent from; the
+    // file is closed on every way out but the one that hands it on.
+    FileBody file(request.stream ? export_file::create() : -1, 0);
+    if (request.stream && !file.present())
+        throw std::runtime_error(std::string("no file for an export: ") + strerror(errno));
+    const int export_fd = file.fd();
+    uint64 exported = 0;
+    const uint64 export_limit = static_cast<uint64>(settings::max_export_size) * 1024 * 1024;
     SPIPlanPtr plan = entry.plan;
     FmgrInfo *input = entry.input;
     Oid *ioparam = entry.ioparam;
@@ -296,6 +308,33 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
                                           decision.param_actions, values_out, nulls, hash_key,
                                           hash_key_len);
         *phase_ptr = Phase::executing;
+
+        if (export_fd >= 0) {
+            // Every row, a batch at a time: the worker holds one batch, never the answer.
+            Portal cursor = SPI_cursor_open(nullptr, plan, values_out, nulls, false);
+            MemoryContext spi_cxt = MemoryContextSwitchTo(request_cxt);
+            body = makeStringInfo();
+            out_desc = CreateTupleDescCopy(cursor->tupDesc);
+            MemoryContextSwitchTo(spi_cxt);
+            RowWriter *writer = row_writer_create(cursor->tupDesc, masked ? actions : nullptr,
+                                                  nactions, hash_key, hash_key_len, format);
+            row_writer_begin(writer, body);
+            for (;;) {
+                SPI_cursor_fetch(cursor, true, export_file::batch_rows);
+                const uint64 n = SPI_processed;
+                row_writer_rows(writer, body, SPI_tuptable->vals, 0, n, 0);
+                rows_out += n;
+                SPI_freetuptable(SPI_tuptable);
+                if (n == 0)
+                    break;
+                if (body->len >= export_file::flush_bytes)
+                    export_file::append(export_fd, body, exported, export_limit);
+            }
+            row_writer_end(writer, body);
+            export_file::append(export_fd, body, exported, export_limit);
+            SPI_cursor_close(cursor);
+            return;
+        }
 
         // A write runs whole (a row limit would stop an UPDATE halfway) and commits before the
         // answer is sent. A read asks for one row more than the page, to know whether another
@@ -336,7 +375,10 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
         if (portal != nullptr)
             SPI_cursor_close(portal);
     });
-    result.body.assign(body->data, body->len);
+    if (export_fd >= 0)
+        result.file = FileBody(file.release(), exported);
+    else
+        result.body.assign(body->data, body->len);
     result.has_more = has_more;
     result.rows = rows_out;
     if (masked && out_desc != nullptr && settings::history)
@@ -383,6 +425,11 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
         err.message = "invalid value for parameter " + query->param_names[failing_param];
         return err;
     }
+    if (e.sqlerrcode == response_too_large_sqlstate && request.stream)
+        return api_errors::make(error_code::response_too_large,
+                                "the export is larger than this server writes (" +
+                                    std::to_string(settings::max_export_size) +
+                                    " MB): ask for fewer rows");
     if (e.sqlerrcode == response_too_large_sqlstate)
         return api_errors::make(error_code::response_too_large,
                                 "the answer is larger than this server sends (" +
@@ -482,7 +529,9 @@ void record_call(const CachedQuery &query, const CachedPolicy &policy, const Cal
                            std::chrono::steady_clock::now() - started)
                            .count();
     call.rows = result.error.set() ? 0 : result.rows;
-    call.bytes = result.error.set() ? 0 : result.body.size();
+    call.bytes = result.error.set()      ? 0
+                 : result.file.present() ? result.file.size()
+                                         : result.body.size();
     stat_table::record(call);
 }
 
@@ -532,6 +581,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
     secrets::to_hex(digest, sizeof(digest), hash_hex);
 
     Caller caller; // outside the try: the access log names it whichever way the call ends
+    bool export_taken = false; // a place among querygate.max_exports, for request.stream
     try {
         begin_read_only_transaction();
         // From here to the commit, a stop request cancels the call (a lock wait in the catalog's
@@ -569,7 +619,8 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
             result.error = std::move(bad);
         } else if (ApiError refused = s.may_run_as(*caller.policy); refused.set()) {
             result.error = std::move(refused);
-        } else if (hand_off && s.plans.known_write(*query, caller.policy->run_as)) {
+        } else if (hand_off && !request.stream &&
+                   s.plans.known_write(*query, caller.policy->run_as)) {
             // A write planned here before: the helper plans and decides it again, so this worker
             // need not (its role, plan and decision cost about as much as the rest of the check).
             result.for_helper = true;
@@ -587,6 +638,15 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
                     api_errors::make(error_code::read_only, "writes are turned off on this server");
             } else if (decision.refused()) {
                 result.error = api_errors::make(decision.refusal, decision.refusal_message);
+            } else if (request.stream && entry.analysis->write_ops != 0) {
+                result.error = api_errors::make(error_code::invalid_stream,
+                                                "a call that writes cannot be streamed");
+            } else if (request.stream &&
+                       !(export_taken = worker_load::take_export(settings::max_exports))) {
+                result.error = api_errors::make(
+                    error_code::too_many_exports,
+                    "as many exports as this server writes at once (querygate.max_exports) are "
+                    "running; retry in a second");
             } else if (entry.analysis->write_ops != 0 && hand_off) {
                 result.for_helper = true; // this read-only transaction commits, having run nothing
             } else {
@@ -642,6 +702,10 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         result.version = query->version;
     }
     MemoryContextReset(s.request_context);
+    // An export keeps its place until its file is sent (release_export); one that failed gives it
+    // back now.
+    if (export_taken && !result.file.present())
+        worker_load::give_export();
     // A call handed to a helper stays in flight until its answer (release, from the worker), and
     // is counted by the helper that runs it.
     if (!result.for_helper) {
@@ -669,6 +733,11 @@ ApiError QueryRunner::metrics(metrics::Snapshot &snapshot)
 void QueryRunner::record(const CallRecord &call) noexcept
 {
     history_ring::put(call, worker_load::mine() + 1);
+}
+
+void QueryRunner::release_export()
+{
+    worker_load::give_export();
 }
 
 void QueryRunner::release(LimitHold &hold)

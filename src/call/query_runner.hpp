@@ -36,6 +36,9 @@ class QueryRunner {
     void record(const CallRecord &call) noexcept;
     // A call handed to a helper has ended: it leaves its caller's in-flight count.
     void release(LimitHold &hold);
+    // An export's file was sent, or its connection is gone: its place among querygate.max_exports
+    // goes back (CallResult::file present means the call took one).
+    void release_export();
     // A call with no credentials at all from `address`: a 429 error when over
     // querygate.anonymous_rate_limit (call/call_limits.hpp), else none.
     ApiError limit_anonymous(const std::string &address, LimitReport &report);

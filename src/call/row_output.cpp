@@ -134,6 +134,7 @@ struct RowWriter {
     const char *hash_key;
     int hash_key_len;
     AnswerFormat format;
+    uint64 written; // rows so far (row_writer_rows)
 };
 
 namespace {
@@ -343,30 +344,47 @@ void append_record(RowWriter *w, StringInfo out, HeapTuple tuple, Size limit)
 
 } // namespace
 
-void row_writer_append_rows(RowWriter *w, StringInfo out, HeapTuple *tuples, uint64 from, uint64 to,
-                            Size limit)
+void row_writer_begin(RowWriter *w, StringInfo out)
 {
-    const bool delimited = w->format == AnswerFormat::csv || w->format == AnswerFormat::tsv;
     if (w->format == AnswerFormat::json)
         appendStringInfoChar(out, '[');
-    else if (delimited)
-        append_record(w, out, nullptr, limit);
+    else if (w->format == AnswerFormat::csv || w->format == AnswerFormat::tsv)
+        append_record(w, out, nullptr, 0);
+}
+
+void row_writer_rows(RowWriter *w, StringInfo out, HeapTuple *tuples, uint64 from, uint64 to,
+                     Size limit)
+{
+    const bool delimited = w->format == AnswerFormat::csv || w->format == AnswerFormat::tsv;
     for (uint64 r = from; r < to; r++) {
         MemoryContext old = MemoryContextSwitchTo(w->scratch);
         if (delimited) {
             append_record(w, out, tuples[r], limit);
         } else {
-            if (w->format == AnswerFormat::json && r > from)
+            if (w->format == AnswerFormat::json && w->written > 0)
                 appendStringInfoChar(out, ',');
             append_object(w, out, tuples[r], limit);
             if (w->format == AnswerFormat::ndjson)
                 appendStringInfoChar(out, '\n');
         }
+        w->written++;
         MemoryContextSwitchTo(old);
         MemoryContextReset(w->scratch);
     }
+}
+
+void row_writer_end(RowWriter *w, StringInfo out)
+{
     if (w->format == AnswerFormat::json)
         appendStringInfoChar(out, ']');
+}
+
+void row_writer_append_rows(RowWriter *w, StringInfo out, HeapTuple *tuples, uint64 from, uint64 to,
+                            Size limit)
+{
+    row_writer_begin(w, out);
+    row_writer_rows(w, out, tuples, from, to, limit);
+    row_writer_end(w, out);
 }
 
 void append_rows_affected(StringInfo out, AnswerFormat format, uint64 n)

@@ -45,6 +45,13 @@ RowWriter *row_writer_create(TupleDesc tupdesc, const int *actions, int nactions
 void row_writer_append_rows(RowWriter *writer, StringInfo out, HeapTuple *tuples, uint64 from,
                             uint64 to, Size limit);
 
+// The same answer in parts, for rows that come in batches (an export): what comes before the rows
+// (JSON's "[", the header row of CSV and TSV), the rows of each batch, and what comes after.
+void row_writer_begin(RowWriter *writer, StringInfo out);
+void row_writer_rows(RowWriter *writer, StringInfo out, HeapTuple *tuples, uint64 from, uint64 to,
+                     Size limit);
+void row_writer_end(RowWriter *writer, StringInfo out);
+
 // What a write that returns no rows answers: {"rows_affected":N} in JSON (and as NDJSON's one
 // line), a column rows_affected with one row in CSV and TSV.
 void append_rows_affected(StringInfo out, AnswerFormat format, uint64 n);

@@ -18,6 +18,8 @@ namespace error_code {
 // The request itself (HTTP side).
 inline constexpr ErrorCode invalid_body{400, "invalid_body"};
 inline constexpr ErrorCode invalid_paging{400, "invalid_paging"};
+// ?stream= that is neither true nor false, or a stream with paging, or of a call that writes.
+inline constexpr ErrorCode invalid_stream{400, "invalid_stream"};
 // ?timeout= or the body's "timeout" is not a number of seconds from 0.001 up.
 inline constexpr ErrorCode invalid_timeout{400, "invalid_timeout"};
 inline constexpr ErrorCode not_found{404, "not_found"};
@@ -74,6 +76,8 @@ inline constexpr ErrorCode overloaded{503, "overloaded"};
 // A connection over querygate.max_connections_per_ip or querygate.max_connections, answered as it
 // is accepted and closed.
 inline constexpr ErrorCode too_many_connections{503, "too_many_connections"};
+// As many exports as querygate.max_exports allows are being written or sent (export_file.hpp).
+inline constexpr ErrorCode too_many_exports{503, "too_many_exports"};
 inline constexpr ErrorCode query_timeout{504, "query_timeout"};
 
 // Every code above, for what checks answers against the contract (the request-handler fuzz
@@ -86,7 +90,7 @@ inline constexpr ErrorCode all[] = {
     table_not_allowed,  write_op_not_allowed, read_only,       mask_unresolvable,  mask_expression,
     mask_predicate,     permission_denied,    query_failed,    internal_error,     unavailable,
     query_timeout,      too_many_connections, client_closed,   response_too_large, shutting_down,
-    overloaded};
+    overloaded,         invalid_stream,       too_many_exports};
 
 } // namespace error_code
 

@@ -4,6 +4,7 @@
 
 #include "common/answer_format.hpp"
 #include "common/api_error.hpp"
+#include "common/file_body.hpp"
 
 #include <cstdint>
 #include <string>
@@ -45,6 +46,9 @@ struct CallRequest {
     long page = 1;
     long page_size = 100;
     AnswerFormat format = AnswerFormat::json; // of the rows; errors are JSON whatever it is
+    // ?stream=true: every row, written to a file and sent from it after the call (an export,
+    // call/export_file.hpp), instead of a page. Never a write.
+    bool stream = false;
     // How long the caller lets its query run (?timeout=, Prefer: timeout=), in milliseconds; 0:
     // as long as its policy and the server allow. It can only shorten the call.
     long timeout_ms = 0;
@@ -57,6 +61,7 @@ struct CallRequest {
 struct CallResult {
     ApiError error;   // set() when the call failed
     std::string body; // the rows on success, in the request's format
+    FileBody file;    // an export's rows (the request's stream), instead of body
     bool has_more = false;
     unsigned long long rows = 0; // rows in body, or changed by a write that returns none
     long long revision = 0;      // saved_query.revision of the query called, once found

@@ -15,6 +15,8 @@ extern int statement_timeout;  // querygate.statement_timeout, ms, 0 = none (rel
 extern int max_page_size;      // querygate.max_page_size (reload)
 extern int max_body_size;      // querygate.max_body_size, bytes (reload)
 extern int max_response_size;  // querygate.max_response_size, bytes (reload)
+extern int max_exports;        // querygate.max_exports: exports at once, every worker (reload)
+extern int max_export_size;    // querygate.max_export_size, MB, 0 = no limit (reload)
 extern bool allow_writes;      // querygate.allow_writes: the server-wide switch for writes (reload)
 extern bool group_commit;      // querygate.group_commit: writes share WAL flushes (reload)
 extern int busy_poll;          // querygate.busy_poll, us a worker polls before sleeping (reload)

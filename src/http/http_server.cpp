@@ -51,6 +51,13 @@ struct HttpServer::RequestState {
     bool overloaded = false; // refused for its wait (shed): only its body is left to discard
     std::chrono::microseconds waited{0};
     HttpResponse response;
+    // The answer's on_done, run when libmicrohttpd is done with the request however it ended.
+    std::function<void()> on_done;
+    ~RequestState()
+    {
+        if (on_done)
+            on_done();
+    }
 };
 
 namespace {
@@ -129,11 +136,21 @@ std::string client_address(MHD_Connection *conn)
     return buf;
 }
 
-// Queues an answer; `last`: the connection closes after it (libmicrohttpd reads the header).
-MHD_Result send(MHD_Connection *conn, const HttpResponse &resp, bool last)
+// Queues an answer; `last`: the connection closes after it (libmicrohttpd reads the header). An
+// answer in a file (an export) is sent from the file, which libmicrohttpd closes once done.
+MHD_Result send(MHD_Connection *conn, HttpResponse &resp, bool last)
 {
-    MHD_Response *r = MHD_create_response_from_buffer(
-        resp.body.size(), const_cast<char *>(resp.body.data()), MHD_RESPMEM_MUST_COPY);
+    MHD_Response *r = nullptr;
+    if (resp.file.present()) {
+        const std::uint64_t size = resp.file.size();
+        const int fd = resp.file.release();
+        r = MHD_create_response_from_fd64(size, fd);
+        if (r == nullptr)
+            ::close(fd);
+    } else {
+        r = MHD_create_response_from_buffer(resp.body.size(), const_cast<char *>(resp.body.data()),
+                                            MHD_RESPMEM_MUST_COPY);
+    }
     if (r == nullptr)
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp.content_type.c_str());
@@ -220,6 +237,9 @@ struct HttpServer::Callbacks {
                 self->refusal_(state->request, 413, resp);
             else
                 self->handler_(state->request, resp);
+            // Kept with the request from now on, so that it runs however the request ends.
+            if (resp.on_done)
+                state->on_done = std::move(resp.on_done);
             if (resp.later != 0) {
                 self->later_.reserve(self->later_.size() + 1); // no allocation after suspending
                 MHD_suspend_connection(conn);

@@ -2,8 +2,11 @@
 // libmicrohttpd and of PostgreSQL.
 #pragma once
 
+#include "common/file_body.hpp"
+
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +44,11 @@ struct HttpResponse {
     // Nonzero: no answer yet; it comes later under this token (HttpServer::answer_later), and the
     // connection waits suspended until then.
     std::uint64_t later = 0;
+    // An export: the body is this file, sent from it; `body` is then empty.
+    FileBody file;
+    // Called once when the answer is done with, however it ends (sent, or the connection gone):
+    // what an export holds (its place among querygate.max_exports) is given back.
+    std::function<void()> on_done;
 
     void add_header(std::string name, std::string value)
     {

@@ -182,6 +182,11 @@ long prefer_timeout(const HttpRequest &request)
     return 0;
 }
 
+ApiError invalid_stream(const char *why)
+{
+    return api_errors::make(error_code::invalid_stream, why);
+}
+
 // Neither ?format= (or the body's "format") nor Accept names a format of ours: 406.
 ApiError not_acceptable()
 {
@@ -199,8 +204,8 @@ ApiError invalid_paging(const char *what)
 }
 
 // Reads a POST body into the call. An empty body is a call without parameters (curl -X POST).
-// format_given: set when the body names the format.
-ApiError read_json_body(const std::string &body, CallRequest &call, bool &format_given)
+// format_given: set when the body names the format; paged, when it gives page or page_size.
+ApiError read_json_body(const std::string &body, CallRequest &call, bool &format_given, bool &paged)
 {
     if (body.find_first_not_of(" \t\r\n") == std::string::npos)
         return ApiError();
@@ -214,13 +219,15 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &format
     if (root.kind != json_body::Value::Kind::object)
         return api_errors::make(error_code::invalid_body, "the body must be a JSON object");
     using Kind = json_body::Value::Kind;
-    bool seen[5] = {false, false, false, false, false}; // params, page, page_size, format, timeout
+    // params, page, page_size, format, timeout, stream
+    bool seen[6] = {false, false, false, false, false, false};
     for (const auto &[field, value] : root.members) {
         const int known = field == "params"      ? 0
                           : field == "page"      ? 1
                           : field == "page_size" ? 2
                           : field == "format"    ? 3
                           : field == "timeout"   ? 4
+                          : field == "stream"    ? 5
                                                  : -1;
         if (known >= 0 && seen[known]) {
             ApiError e = api_errors::make(error_code::invalid_body, "a field is given twice");
@@ -248,6 +255,11 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &format
             if (value.kind != Kind::number ||
                 !parse_positive(value.text, max, is_page ? call.page : call.page_size))
                 return invalid_paging(field.c_str());
+            paged = true;
+        } else if (field == "stream") {
+            if (value.kind != Kind::boolean)
+                return invalid_stream("\"stream\" must be true or false");
+            call.stream = value.text == "true";
         } else if (field == "format") {
             if (value.kind != Kind::string || !answer_format::by_name(value.text, call.format))
                 return not_acceptable();
@@ -258,7 +270,7 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &format
         } else {
             ApiError e = api_errors::make(error_code::invalid_body, "unknown field in the body");
             e.errors.emplace_back(field, "unknown field; the body takes params, page, page_size, "
-                                         "format and timeout");
+                                         "format, timeout and stream");
             return e;
         }
     }
@@ -266,8 +278,9 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &format
 }
 
 // Reads the query string into the call: page, page_size, and every other argument a parameter.
-// format_given: set when it names the format.
-ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &format_given)
+// format_given: set when it names the format; paged, when it gives page or page_size.
+ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &format_given,
+                           bool &paged)
 {
     for (const auto &arg : request.args) {
         if (arg.first == "page" || arg.first == "page_size") {
@@ -275,6 +288,11 @@ ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &
             long max = is_page ? max_page : settings::max_page_size;
             if (!parse_positive(arg.second, max, is_page ? call.page : call.page_size))
                 return invalid_paging(arg.first.c_str());
+            paged = true;
+        } else if (arg.first == "stream") {
+            if (arg.second != "true" && arg.second != "false")
+                return invalid_stream("stream must be true or false");
+            call.stream = arg.second == "true";
         } else if (arg.first == "format") {
             if (!answer_format::by_name(arg.second, call.format))
                 return not_acceptable();
@@ -496,7 +514,7 @@ void RequestHandler::log_answer(const Logged &logged, const HttpResponse &respon
         call.code = response.error_code;
         call.client = logged.client;
         call.rows = logged.rows;
-        call.bytes = response.body.size();
+        call.bytes = response.file.present() ? response.file.size() : response.body.size();
         call.masked = logged.masked;
         call.params = logged.params;
         runner_.record(call);
@@ -676,10 +694,12 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     // The format: ?format= or the body's, which win over Accept; the timeout: ?timeout= or the
     // body's, which win over Prefer.
     call.timeout_ms = prefer_timeout(request);
-    bool format_given = false;
-    ApiError error = read_query_string(request, call, format_given);
+    bool format_given = false, paged = false;
+    ApiError error = read_query_string(request, call, format_given, paged);
     if (!error.set() && request.method == "POST")
-        error = read_json_body(request.body, call, format_given);
+        error = read_json_body(request.body, call, format_given, paged);
+    if (!error.set() && call.stream && paged)
+        error = invalid_stream("a stream has every row: it takes no page or page_size");
     std::string accept;
     if (!error.set() && !format_given &&
         !content_negotiation::from_accept(request.header_list("accept", accept) ? &accept : nullptr,
@@ -723,6 +743,8 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     }
     note_result(logged, result);
     answer_call(result, shape_of(request, call), response, id);
+    if (response.file.present())
+        response.on_done = [this] { runner_.release_export(); };
 }
 
 void RequestHandler::add_limit_headers(HttpResponse &response, const LimitReport &report)
@@ -740,6 +762,7 @@ void RequestHandler::add_limit_headers(HttpResponse &response, const LimitReport
 RequestHandler::Shape RequestHandler::shape_of(const HttpRequest &request, const CallRequest &call)
 {
     Shape shape{call.page, call.page_size, call.format};
+    shape.name = call.query;
     std::string accept_encoding;
     shape.gzip = answer_encoding::accepts_gzip(
         request.header_list("accept-encoding", accept_encoding) ? &accept_encoding : nullptr);
@@ -759,13 +782,22 @@ void RequestHandler::answer_call(CallResult &result, const Shape &shape, HttpRes
     if (result.error.set()) {
         write_error(response, result.error, id);
         add_limit_headers(response, result.limits);
-        if (result.error.code == error_code::shutting_down.code)
-            response.add_header("Retry-After", "1"); // another worker, or this one restarted
+        // Another worker, or this one restarted; an export's place, freed within a second or so.
+        if (result.error.code == error_code::shutting_down.code ||
+            result.error.code == error_code::too_many_exports.code)
+            response.add_header("Retry-After", "1");
         return;
     }
     add_limit_headers(response, result.limits);
     response.status = 200;
     response.content_type = answer_format::of(shape.format).content_type;
+    if (result.file.present()) {
+        // An export: every row, sent from its file; a download, with a name.
+        response.file = std::move(result.file);
+        response.add_header("Content-Disposition", "attachment; filename=\"" + shape.name + "." +
+                                                       answer_format::of(shape.format).name + "\"");
+        return;
+    }
     response.body = std::move(result.body);
     response.add_header("X-Page", std::to_string(shape.page));
     response.add_header("X-Page-Size", std::to_string(shape.page_size));

@@ -18,6 +18,8 @@ int statement_timeout = 5000;
 int max_page_size = 1000;
 int max_body_size = 1024 * 1024;
 int max_response_size = 32 * 1024 * 1024;
+int max_exports = 4;
+int max_export_size = 1024;
 int max_connections = 10000;
 int max_connections_per_ip = 1000;
 int request_timeout = 30000;
@@ -138,6 +140,16 @@ void define_reloadable()
         "is read.",
         &max_response_size, 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024, PGC_SIGHUP, GUC_UNIT_BYTE,
         nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.max_exports",
+        "Exports (?stream=true) written or sent at once, counting every worker.",
+        "Past it, a call asking for one is answered 503 too_many_exports.", &max_exports, 4, 0,
+        10000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.max_export_size", "Largest file an export may write.",
+                            "An export that would be larger fails with 500 response_too_large; 0 "
+                            "sets no limit.",
+                            &max_export_size, 1024, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MB, nullptr,
+                            nullptr, nullptr);
     DefineCustomIntVariable(
         "querygate.max_connections_per_ip",
         "HTTP connections one client address may have open at once; 0 turns the limit off.",

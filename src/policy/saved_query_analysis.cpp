@@ -23,7 +23,7 @@ extern "C" {
 
 namespace {
 
-const char *const reserved_names[] = {"page", "page_size", "format", "timeout"};
+const char *const reserved_names[] = {"page", "page_size", "format", "timeout", "stream"};
 
 bool is_ident_start(char c)
 {
@@ -87,7 +87,8 @@ void rewrite_placeholders(const char *sql, AnalyzedQuery *out)
                 ERROR,
                 (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                  errmsg("parameter name \"%s\" is reserved", name),
-                 errdetail("page, page_size, format and timeout are options of every HTTP call."),
+                 errdetail(
+                     "page, page_size, format, timeout and stream are options of every HTTP call."),
                  errhint("Rename the placeholder, for example :%s_value.", name)));
         int index = find_name(out->param_names, out->nparams, name);
         if (index < 0) {
