@@ -41,6 +41,8 @@ class HttpServer {
         std::string cert_pem;
         std::string key_pem;
     };
+    // The process must ignore SIGPIPE (libmicrohttpd is told it does, and sends files with
+    // sendfile, which cannot ask for no signal).
     HttpServer(int listen_fd, Handler handler, Refusal refusal, const Tls *tls = nullptr);
     ~HttpServer();
     HttpServer(const HttpServer &) = delete;

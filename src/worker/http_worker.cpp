@@ -167,6 +167,9 @@ void serve()
     // serves no plain HTTP in their place. It says why once and exits with code 0, which
     // PostgreSQL takes as done (a background worker that exits 0 is not started again), so the
     // log does not fill with the same failure every second; the settings need a restart anyway.
+    // A caller that hangs up while its answer is sent must not end the process: PostgreSQL's
+    // background workers ignore SIGPIPE already, and the server relies on it (http_server.hpp).
+    pqsignal(SIGPIPE, SIG_IGN);
     HttpServer::Tls tls;
     if (settings::ssl) {
         std::string problem;
