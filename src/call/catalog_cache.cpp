@@ -138,7 +138,7 @@ void CatalogCache::load()
         fetch("SELECT name, sql, prepared_sql, pg_catalog.array_to_string(param_names, ','), "
               "pg_catalog.array_to_string(param_types::pg_catalog.oid[], ','), "
               "search_path, revision, param_rules::pg_catalog.text, "
-              "saved_by::pg_catalog.oid, version FROM querygate.saved_query");
+              "saved_by::pg_catalog.oid, version, description FROM querygate.saved_query");
     for (uint64 r = 0; r < q.nrows; r++) {
         CachedQuery cq;
         cq.name = q.at(r, 0);
@@ -151,6 +151,7 @@ void CatalogCache::load()
         cq.revision = std::strtoll(q.at(r, 6), nullptr, 10);
         cq.saved_by = static_cast<Oid>(std::strtoul(q.at(r, 8), nullptr, 10));
         cq.version = static_cast<int>(std::strtol(q.at(r, 9), nullptr, 10));
+        cq.description = q.at(r, 10) ? q.at(r, 10) : "";
         if (const char *rules = q.at(r, 7)) {
             std::string error; // validated at save time; a failure here leaves no rules
             if (!param_rules::parse(rules, cq.rules, error))

@@ -32,6 +32,7 @@ struct CachedQuery {
     std::vector<param_rules::Rule> rules; // declared rules; parameters without one have none
     int64_t revision = 0;
     int version = 0; // saved_query.version: which of its versions is published
+    std::string description;
 };
 
 struct CachedPolicy : DecodedPolicy {

@@ -13,6 +13,7 @@
 #include "call/query_runner.hpp"
 
 #include "call/call_limits.hpp"
+#include "call/api_describer.hpp"
 #include "call/client_watch.hpp"
 #include "call/export_file.hpp"
 #include "call/stop_request.hpp"
@@ -494,6 +495,14 @@ ApiError QueryRunner::State::may_run_as(const CachedPolicy &policy)
 
 namespace {
 
+// Only the hash of a secret is ever compared or stored: its SHA-256 in lower-case hex.
+void key_hash_hex(const std::string &secret, char (&hex)[2 * secrets::sha256_length + 1])
+{
+    unsigned char digest[secrets::sha256_length];
+    secrets::sha256(secret.data(), secret.size(), digest);
+    secrets::to_hex(digest, sizeof(digest), hex);
+}
+
 // A call's time limit: the shortest of the server's (querygate.statement_timeout), its policy's
 // and the caller's, each 0 when it sets none. Neither a policy nor a caller can lengthen it.
 int call_timeout(long server_ms, long policy_ms, long caller_ms)
@@ -563,6 +572,46 @@ ApiError QueryRunner::ready()
     return error;
 }
 
+ApiError QueryRunner::describe(const CallRequest &request, api_description::Api &out,
+                               LimitReport &limits)
+{
+    State &s = *state_;
+    char hash_hex[2 * secrets::sha256_length + 1];
+    key_hash_hex(request.secret, hash_hex);
+    ApiError error;
+    LimitHold hold;
+    Caller caller;
+    try {
+        begin_read_only_transaction();
+        if (!s.cache.refresh()) {
+            error = api_errors::make(error_code::unavailable,
+                                     "querygate is not installed in this database");
+        } else if (ApiError denied =
+                       s.authenticator.authenticate(s.cache, request, hash_hex, caller);
+                   denied.set()) {
+            ApiError limited = charge_address(request.client_ip, limits);
+            error = limited.set() ? std::move(limited) : std::move(denied);
+        } else if (ApiError limited = charge_caller(caller, limits, hold); limited.set()) {
+            error = std::move(limited);
+        } else {
+            describe_api(s.cache, s.plans, caller, out);
+        }
+        MemoryContextSwitchTo(s.request_context); // outlives the transaction's contexts
+        pg::guard([] {
+            PopActiveSnapshot();
+            CommitTransactionCommand();
+            pgstat_report_activity(STATE_IDLE, nullptr);
+        });
+    } catch (const std::exception &e) {
+        ereport(LOG, (errmsg("querygate: describing what a caller may call failed: %s", e.what())));
+        error = api_errors::make(error_code::internal_error, "internal error");
+        s.abort_call();
+    }
+    MemoryContextReset(s.request_context);
+    limit_table::release(hold);
+    return error;
+}
+
 CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
 {
     State &s = *state_;
@@ -574,11 +623,8 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
     s.timeout_ms = 0;
     const bool hand_off = may_hand_off && !settings::group_commit && settings::write_helpers > 0;
 
-    // Only the hash of a secret is ever compared or stored.
-    unsigned char digest[secrets::sha256_length];
     char hash_hex[2 * secrets::sha256_length + 1];
-    secrets::sha256(request.secret.data(), request.secret.size(), digest);
-    secrets::to_hex(digest, sizeof(digest), hash_hex);
+    key_hash_hex(request.secret, hash_hex);
 
     Caller caller; // outside the try: the access log names it whichever way the call ends
     bool export_taken = false; // a place among querygate.max_exports, for request.stream

@@ -3,6 +3,7 @@
 // implementation (query_runner.cpp) is the PostgreSQL side.
 #pragma once
 
+#include "common/api_description.hpp"
 #include "common/call.hpp"
 #include "common/history.hpp"
 #include "common/metrics.hpp"
@@ -29,6 +30,10 @@ class QueryRunner {
     // For GET /ready: whether a call could be served now, that is, a transaction starts and the
     // catalog is loaded (the extension installed). An error (503 unavailable) when not.
     ApiError ready();
+    // For GET /openapi.json and GET /catalog: what the request's key or token may call
+    // (call/api_describer.hpp), after the same authentication and limits a call has; the
+    // caller's limits in `limits` (what the headers say).
+    ApiError describe(const CallRequest &request, api_description::Api &out, LimitReport &limits);
     // For GET /metrics: every worker's statistics, from shared memory (no transaction). An
     // error (503 unavailable) when they cannot be read.
     ApiError metrics(metrics::Snapshot &snapshot);

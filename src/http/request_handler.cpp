@@ -4,6 +4,7 @@
 #include "common/chars.hpp"
 #include "http/answer_encoding.hpp"
 #include "http/content_negotiation.hpp"
+#include "http/openapi.hpp"
 #include "http/json_body.hpp"
 #include "http/json_text.hpp"
 #include "http/prometheus_text.hpp"
@@ -596,6 +597,10 @@ void RequestHandler::route(const HttpRequest &request, HttpResponse &response,
         handle_metrics(request, response, id);
         return;
     }
+    if (path == "/openapi.json" || path == "/catalog") {
+        handle_description(request, path == "/openapi.json", response, id);
+        return;
+    }
     if (path.compare(0, 3, "/q/") == 0 && path.size() > 3 &&
         path.find('/', 3) == std::string::npos) {
         handle_query(request, path.substr(3), response, id, logged);
@@ -658,6 +663,39 @@ void RequestHandler::handle_metrics(const HttpRequest &request, HttpResponse &re
     response.status = 200;
     response.content_type = prometheus_text::content_type;
     prometheus_text::render(snapshot, response.body);
+}
+
+// GET /openapi.json and GET /catalog: what the caller's key or token may call, never more; without
+// one, what a call without one hears (401).
+void RequestHandler::handle_description(const HttpRequest &request, bool openapi_document,
+                                        HttpResponse &response, const std::string &id)
+{
+    if (request.method != "GET" && request.method != "HEAD") {
+        ApiError e = api_errors::make(error_code::method_not_allowed, "use GET on " + request.path);
+        e.allow = "GET, HEAD";
+        write_error(response, e, id);
+        return;
+    }
+    CallRequest call;
+    presented_credentials(request, call);
+    call.client_ip = client_ip(request);
+    call.request_id = id;
+    LimitReport limits;
+    if (call.secret.empty() && call.bearer_token.empty()) {
+        ApiError limited = runner_.limit_anonymous(call.client_ip, limits);
+        write_error(response, limited.set() ? limited : api_errors::unauthorized(), id);
+        add_limit_headers(response, limits);
+        return;
+    }
+    api_description::Api api;
+    if (ApiError error = runner_.describe(call, api, limits); error.set()) {
+        write_error(response, error, id);
+        add_limit_headers(response, limits);
+        return;
+    }
+    add_limit_headers(response, limits);
+    response.status = 200;
+    response.body = openapi_document ? openapi::document(api) : openapi::catalog(api);
 }
 
 void RequestHandler::handle_query(const HttpRequest &request, const std::string &name,

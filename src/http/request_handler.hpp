@@ -77,6 +77,9 @@ class RequestHandler {
     void handle_ready(HttpResponse &response, const std::string &id);
     // GET /metrics: 404 unless querygate.metrics_token is set, 401 without it.
     void handle_metrics(const HttpRequest &request, HttpResponse &response, const std::string &id);
+    // GET /openapi.json (openapi_document) or GET /catalog.
+    void handle_description(const HttpRequest &request, bool openapi_document,
+                            HttpResponse &response, const std::string &id);
     void count(const HttpResponse &response);
     void handle_query(const HttpRequest &request, const std::string &name, HttpResponse &response,
                       const std::string &id, Logged &logged);

@@ -66,7 +66,8 @@ $qg->node->restart;
 my $reason = qr/querygate http worker does not serve: querygate\.ssl is on, but .*querygate\.key" has group or world access/;
 ok(QuerygateTest::poll_until(sub {
 	my @lines = substr(slurp_file($qg->node->logfile), $offset) =~ /$reason/g;
-	return @lines == 2 }), 'a key file others may read: both workers say why they do not serve');
+	return @lines == 2 }), 'a key file others may read: both workers say why they do not serve')
+  or diag('the server log since the restart:', "\n", substr(slurp_file($qg->node->logfile), $offset));
 sleep(3 * QuerygateTest::timeouts(1));
 my @lines = substr(slurp_file($qg->node->logfile), $offset) =~ /$reason/g;
 is(scalar(@lines), 2, 'once each: they are not restarted over and over');

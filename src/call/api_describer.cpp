@@ -1,0 +1,212 @@
+// What a caller may call: see api_describer.hpp.
+#include "call/api_describer.hpp"
+
+#include "pg/pg_headers.hpp"
+extern "C" {
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "parser/parse_coerce.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/plancache.h"
+#include "utils/resowner.h"
+}
+
+#include "common/settings.hpp"
+#include "pg/pg_guard.hpp"
+
+#include <algorithm>
+
+namespace {
+
+using api_description::Kind;
+using api_description::ValueType;
+
+// A type as JSON sees it (row_output.hpp). Formats are claimed only where PostgreSQL's text is
+// JSON Schema's: a date is ISO 8601, a timestamp's text (a space, not a T) is not date-time.
+// PostgreSQL-style.
+void type_of(Oid type, Kind *kind, const char **format, char **name, bool *is_text)
+{
+    const Oid base = getBaseType(type);
+    *format = "";
+    *name = format_type_be(type);
+    *is_text = TypeCategory(base) == TYPCATEGORY_STRING;
+    switch (base) {
+    case INT2OID:
+    case INT4OID:
+        *kind = Kind::integer;
+        *format = "int32";
+        return;
+    case INT8OID:
+    case OIDOID:
+        *kind = Kind::integer;
+        *format = "int64";
+        return;
+    case FLOAT4OID:
+    case FLOAT8OID:
+    case NUMERICOID:
+        *kind = Kind::number;
+        return;
+    case BOOLOID:
+        *kind = Kind::boolean;
+        return;
+    case JSONOID:
+    case JSONBOID:
+        *kind = Kind::json;
+        return;
+    case DATEOID:
+        *kind = Kind::string;
+        *format = "date";
+        return;
+    case UUIDOID:
+        *kind = Kind::string;
+        *format = "uuid";
+        return;
+    default:
+        *kind = Kind::string;
+    }
+}
+
+ValueType value_type(Oid type, bool *is_text)
+{
+    Kind kind = Kind::string;
+    const char *format = "";
+    char *name = nullptr;
+    bool text = false;
+    pg::guard([&] { type_of(type, &kind, &format, &name, &text); });
+    if (is_text != nullptr)
+        *is_text = text;
+    ValueType t;
+    t.kind = kind;
+    t.format = format;
+    t.postgres = name;
+    return t;
+}
+
+// What planning one query as its policy's role found, as plain data.
+struct Planned {
+    bool ok;
+    bool writes;
+    bool returns_rows;
+    int ncolumns;
+    char **names;
+    Oid *types;
+};
+
+} // namespace
+
+void describe_api(CatalogCache &cache, PlanCache &plans, const Caller &caller,
+                  api_description::Api &out)
+{
+    out.queries.clear();
+    std::vector<std::string> names(caller.policy->queries.begin(), caller.policy->queries.end());
+    std::sort(names.begin(), names.end());
+    for (const std::string &name : names) {
+        const CachedQuery *query = cache.find_query(name);
+        if (query == nullptr)
+            continue;
+        const CachedPolicy &policy = *caller.policy;
+        const uint64_t generation = cache.generation();
+        Planned planned{};
+        const PolicyDecision *decision = nullptr;
+        const MemoryContext outer = CurrentMemoryContext;
+        const ResourceOwner owner = CurrentResourceOwner;
+        Oid user = InvalidOid;
+        int context = 0;
+        bool failed = false;
+        // The plan and the decision, in a subtransaction: a query that cannot be planned now is
+        // left out and the rest go on.
+        pg::guard([&] { BeginInternalSubTransaction(nullptr); });
+        try {
+            pg::guard([&] {
+                GetUserIdAndSecContext(&user, &context);
+                SetUserIdAndSecContext(policy.run_as, context | SECURITY_LOCAL_USERID_CHANGE);
+                (void)set_config_option("search_path", query->search_path.c_str(), PGC_SUSET,
+                                        PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+                if (SPI_connect() != SPI_OK_CONNECT)
+                    elog(ERROR, "querygate: SPI_connect failed");
+            });
+            PlanEntry &entry = plans.plan_for(*query, policy.run_as);
+            decision = &plans.decision_for(entry, policy, generation);
+            SPIPlanPtr plan = entry.plan;
+            const bool writes = entry.analysis->write_ops != 0;
+            const bool returns_rows = entry.analysis->returns_rows;
+            // Entered from the outer context, which outlives what SPI_finish and the
+            // subtransaction's end delete (pg_guard.hpp).
+            MemoryContextSwitchTo(outer);
+            pg::guard([&] {
+                planned.writes = writes;
+                planned.returns_rows = returns_rows;
+                List *sources = SPI_plan_get_plan_sources(plan);
+                TupleDesc desc =
+                    sources != NIL ? static_cast<CachedPlanSource *>(linitial(sources))->resultDesc
+                                   : nullptr;
+                MemoryContext old = MemoryContextSwitchTo(outer);
+                const int n = desc ? desc->natts : 0;
+                planned.names = static_cast<char **>(palloc0(sizeof(char *) * Max(n, 1)));
+                planned.types = static_cast<Oid *>(palloc0(sizeof(Oid) * Max(n, 1)));
+                for (int i = 0; i < n; i++) {
+                    Form_pg_attribute a = TupleDescAttr(desc, i);
+                    if (a->attisdropped)
+                        continue;
+                    planned.names[planned.ncolumns] = pstrdup(NameStr(a->attname));
+                    planned.types[planned.ncolumns++] = a->atttypid;
+                }
+                MemoryContextSwitchTo(old);
+                SPI_finish();
+                SetUserIdAndSecContext(user, context);
+                ReleaseCurrentSubTransaction();
+                MemoryContextSwitchTo(outer);
+                CurrentResourceOwner = owner;
+            });
+            planned.ok = true;
+        } catch (const pg::PgError &) {
+            failed = true;
+        }
+        if (failed) {
+            MemoryContextSwitchTo(outer);
+            pg::guard([&] {
+                RollbackAndReleaseCurrentSubTransaction();
+                MemoryContextSwitchTo(outer);
+                CurrentResourceOwner = owner;
+                SetUserIdAndSecContext(user != InvalidOid ? user : GetUserId(), context);
+            });
+            continue;
+        }
+        const bool needs_token =
+            std::any_of(query->rules.begin(), query->rules.end(),
+                        [](const param_rules::Rule &r) { return !r.from_claim.empty(); });
+        if (decision->refused() || (planned.writes && !settings::allow_writes) ||
+            (needs_token && !caller.is_jwt))
+            continue; // the caller would be refused: not something it may call
+        api_description::Query q;
+        q.name = query->name;
+        q.description = query->description;
+        q.version = query->version;
+        q.writes = planned.writes;
+        q.returns_rows = planned.returns_rows;
+        for (std::size_t i = 0; i < query->param_names.size(); i++) {
+            const param_rules::Rule *rule = param_rules::find(query->rules, query->param_names[i]);
+            if (rule != nullptr && !rule->from_claim.empty())
+                continue; // the caller's token gives it: not the caller's to send
+            api_description::Param p;
+            p.name = query->param_names[i];
+            p.type = value_type(query->param_types[i], nullptr);
+            p.has_rule = rule != nullptr;
+            if (rule != nullptr)
+                p.rule = *rule;
+            q.params.push_back(std::move(p));
+        }
+        for (int i = 0; i < planned.ncolumns; i++) {
+            api_description::Column c;
+            c.name = planned.names[i];
+            c.type = value_type(planned.types[i], &c.is_text);
+            if (static_cast<std::size_t>(i) < decision->column_actions.size())
+                c.action = decision->column_actions[i];
+            q.columns.push_back(std::move(c));
+        }
+        out.queries.push_back(std::move(q));
+    }
+}

@@ -1,0 +1,667 @@
+// OpenAPI 3.1 and the catalog: see openapi.hpp.
+#include "http/openapi.hpp"
+
+#include "common/answer_format.hpp"
+#include "common/api_error.hpp"
+#include "common/version.hpp"
+
+#include <jansson.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+namespace openapi {
+
+namespace {
+
+using api_description::Column;
+using api_description::Kind;
+using api_description::Param;
+using api_description::Query;
+using api_description::ValueType;
+
+// A JSON value this code owns; released into a container with take().
+struct Owned {
+    json_t *v;
+    explicit Owned(json_t *value) : v(value)
+    {
+        if (v == nullptr)
+            throw std::bad_alloc();
+    }
+    Owned(Owned &&o) noexcept : v(o.v) { o.v = nullptr; }
+    Owned(const Owned &) = delete;
+    Owned &operator=(const Owned &) = delete;
+    ~Owned() { json_decref(v); }
+    json_t *take()
+    {
+        json_t *t = v;
+        v = nullptr;
+        return t;
+    }
+};
+
+// Not json_object(): the postgres executable exports a function of that name (the SQL function
+// json_object), and the dynamic linker binds this library's call to it, not to jansson's; an
+// unversioned definition satisfies jansson's versioned reference. json_pack is jansson's alone
+// (test/run checks that no library function this extension calls is also one of PostgreSQL's).
+Owned object()
+{
+    return Owned(json_pack("{}"));
+}
+Owned array()
+{
+    return Owned(json_array());
+}
+Owned str(const std::string &s)
+{
+    return Owned(json_stringn(s.data(), s.size()));
+}
+Owned integer(long long n)
+{
+    return Owned(json_integer(n));
+}
+Owned boolean(bool b)
+{
+    return Owned(json_boolean(b));
+}
+// A whole number as an integer (1, not 1.0), any other as a real.
+Owned number(double d)
+{
+    if (d >= -9.0e15 && d <= 9.0e15 && d == static_cast<double>(static_cast<long long>(d)))
+        return integer(static_cast<long long>(d));
+    return Owned(json_real(d));
+}
+
+void set(Owned &obj, const char *key, Owned value)
+{
+    if (json_object_set_new(obj.v, key, value.take()) != 0)
+        throw std::bad_alloc();
+}
+void set(Owned &obj, const std::string &key, Owned value)
+{
+    set(obj, key.c_str(), std::move(value));
+}
+void append(Owned &arr, Owned value)
+{
+    if (json_array_append_new(arr.v, value.take()) != 0)
+        throw std::bad_alloc();
+}
+
+Owned reference(const std::string &to)
+{
+    Owned r = object();
+    set(r, "$ref", str(to));
+    return r;
+}
+
+// An optional request header a call reads, as a string.
+Owned header_parameter(const char *name, const char *description)
+{
+    Owned p = object();
+    set(p, "name", str(name));
+    set(p, "in", str("header"));
+    set(p, "required", boolean(false));
+    Owned schema = object();
+    set(schema, "type", str("string"));
+    set(p, "schema", std::move(schema));
+    set(p, "description", str(description));
+    return p;
+}
+
+std::string dump(Owned &doc)
+{
+    char *text = json_dumps(doc.v, JSON_PRESERVE_ORDER | JSON_INDENT(1));
+    if (text == nullptr)
+        throw std::bad_alloc();
+    std::string out(text);
+    free(text);
+    return out;
+}
+
+const char *kind_name(Kind k)
+{
+    switch (k) {
+    case Kind::integer:
+        return "integer";
+    case Kind::number:
+        return "number";
+    case Kind::boolean:
+        return "boolean";
+    case Kind::json:
+        return "json";
+    case Kind::string:
+        return "string";
+    }
+    return "string";
+}
+
+// "type": one name, or a list with "null" (and "string" for numbers: NaN and the infinities).
+Owned type_list(Kind kind, bool nullable)
+{
+    if (kind == Kind::json)
+        return Owned(json_null()); // any value: no "type" at all (the caller leaves it out)
+    Owned list = array();
+    append(list, str(kind_name(kind)));
+    if (kind == Kind::number && nullable)
+        append(list, str("string"));
+    if (nullable)
+        append(list, str("null"));
+    if (json_array_size(list.v) == 1)
+        return str(kind_name(kind));
+    return list;
+}
+
+// A value's schema by its type (an answer's column, nullable, or a parameter, not).
+Owned value_schema(const ValueType &t, bool nullable)
+{
+    Owned s = object();
+    Owned type = type_list(t.kind, nullable);
+    if (!json_is_null(type.v))
+        set(s, "type", std::move(type));
+    if (!t.format.empty())
+        set(s, "format", str(t.format));
+    if (!t.postgres.empty())
+        set(s, "description", str("PostgreSQL type " + t.postgres));
+    return s;
+}
+
+// A rule's text value as its type has it in JSON (an integer's enum value as a number, say).
+Owned typed(const ValueType &t, const std::string &text)
+{
+    if (t.kind == Kind::integer || t.kind == Kind::number) {
+        errno = 0;
+        char *end = nullptr;
+        const double d = std::strtod(text.c_str(), &end);
+        if (errno == 0 && end != text.c_str() && *end == '\0')
+            return number(d);
+    }
+    if (t.kind == Kind::boolean && (text == "true" || text == "false"))
+        return boolean(text == "true");
+    return str(text);
+}
+
+bool required(const Param &p)
+{
+    return !p.has_rule || (p.rule.required && !p.rule.has_default);
+}
+
+Owned param_schema(const Param &p)
+{
+    Owned s = value_schema(p.type, false);
+    if (!p.has_rule)
+        return s;
+    const param_rules::Rule &r = p.rule;
+    if (!r.description.empty())
+        set(s, "description", str(r.description));
+    if (!r.enum_values.empty()) {
+        Owned values = array();
+        for (const auto &v : r.enum_values)
+            append(values, typed(p.type, v));
+        set(s, "enum", std::move(values));
+    }
+    if (r.has_min)
+        set(s, "minimum", number(r.min));
+    if (r.has_max)
+        set(s, "maximum", number(r.max));
+    if (r.min_length >= 0)
+        set(s, "minLength", integer(r.min_length));
+    if (r.max_length >= 0)
+        set(s, "maxLength", integer(r.max_length));
+    if (!r.pattern.empty()) {
+        // The rule matches the whole value; ECMA-262's pattern matches anywhere unless anchored.
+        if (ecma_compatible(r.pattern))
+            set(s, "pattern", str("^(?:" + r.pattern + ")$"));
+        else
+            set(s, "x-postgresql-pattern", str(r.pattern));
+    }
+    if (r.has_default)
+        set(s, "default", r.default_is_null ? Owned(json_null()) : typed(p.type, r.default_text));
+    return s;
+}
+
+// A column of the answer as the caller's policy serves it; null for a dropped one.
+json_t *column_schema(const Column &c)
+{
+    using masking::Action;
+    switch (c.action) {
+    case Action::drop:
+        return nullptr;
+    case Action::null: {
+        Owned s = object();
+        set(s, "type", str("null"));
+        set(s, "description", str("always null: the caller's policy hides it"));
+        return s.take();
+    }
+    case Action::hash: {
+        Owned s = object();
+        Owned t = array();
+        append(t, str("string"));
+        append(t, str("null"));
+        set(s, "type", std::move(t));
+        set(s, "pattern", str("^[0-9a-f]{64}$"));
+        set(s, "description",
+            str("hashed by the caller's policy: HMAC-SHA-256 of its text, in hex"));
+        return s.take();
+    }
+    case Action::mask: {
+        Owned s = object();
+        if (c.is_text) {
+            Owned t = array();
+            append(t, str("string"));
+            append(t, str("null"));
+            set(s, "type", std::move(t));
+            set(s, "description", str("masked by the caller's policy: a first letter and ***"));
+        } else {
+            set(s, "type", str("null"));
+            set(s, "description", str("masked by the caller's policy: null"));
+        }
+        return s.take();
+    }
+    default:
+        return value_schema(c.type, true).take();
+    }
+}
+
+Owned row_schema(const Query &q)
+{
+    Owned s = object();
+    set(s, "type", str("object"));
+    Owned props = object();
+    if (q.writes && !q.returns_rows) {
+        Owned n = object();
+        set(n, "type", str("integer"));
+        set(n, "description", str("rows the write changed"));
+        set(props, "rows_affected", std::move(n));
+        Owned req = array();
+        append(req, str("rows_affected"));
+        set(s, "required", std::move(req));
+    } else {
+        for (const Column &c : q.columns)
+            if (json_t *cs = column_schema(c))
+                set(props, c.name, Owned(cs));
+    }
+    set(s, "properties", std::move(props));
+    return s;
+}
+
+Owned header(const char *type, const char *description)
+{
+    Owned h = object();
+    Owned s = object();
+    set(s, "type", str(type));
+    set(h, "schema", std::move(s));
+    set(h, "description", str(description));
+    return h;
+}
+
+Owned ok_response(const Query &q)
+{
+    Owned r = object();
+    set(r, "description",
+        str(q.writes && !q.returns_rows ? "the rows the write changed"
+                                        : "the rows, a page of them unless "
+                                          "stream=true"));
+    Owned content = object();
+    const std::string row_ref = "#/components/schemas/" + q.name + ".row";
+    for (const auto &e : answer_format::all) {
+        Owned media = object();
+        Owned schema = e.format == AnswerFormat::json && q.writes && !q.returns_rows
+                           ? reference(row_ref)
+                           : object();
+        if (e.format == AnswerFormat::json) {
+            if (!(q.writes && !q.returns_rows)) {
+                set(schema, "type", str("array"));
+                set(schema, "items", reference(row_ref));
+            }
+        } else if (e.format == AnswerFormat::ndjson) {
+            set(schema, "type", str("string"));
+            set(schema, "description",
+                str("one JSON object a line, each as " + row_ref + ", each line ended by LF"));
+        } else {
+            set(schema, "type", str("string"));
+            set(schema, "description",
+                str(std::string("a header row of the column names, then a record a row, each "
+                                "value its text output as COPY writes it (") +
+                    (e.format == AnswerFormat::csv ? "RFC 4180, NULL an empty field"
+                                                   : "COPY's text format, NULL \\N") +
+                    ")"));
+        }
+        set(media, "schema", std::move(schema));
+        set(content, e.media_type, std::move(media));
+    }
+    set(r, "content", std::move(content));
+    Owned headers = object();
+    set(headers, "X-Request-Id", header("string", "the call's id, in its error body too"));
+    set(headers, "X-Page", header("integer", "the page answered (not on a stream)"));
+    set(headers, "X-Page-Size", header("integer", "its size"));
+    set(headers, "X-Has-More", header("boolean", "whether another page follows"));
+    set(headers, "ETag", header("string", "a weak tag of the answer, for If-None-Match"));
+    set(r, "headers", std::move(headers));
+    return r;
+}
+
+// The statuses a call may answer with an error, by the codes that carry them.
+Owned error_responses(Owned responses)
+{
+    std::vector<int> statuses;
+    for (const ErrorCode &e : error_code::all)
+        if (e.status != 499) // a caller that hung up hears nothing
+            statuses.push_back(e.status);
+    std::sort(statuses.begin(), statuses.end());
+    statuses.erase(std::unique(statuses.begin(), statuses.end()), statuses.end());
+    for (int status : statuses)
+        set(responses, std::to_string(status), reference("#/components/responses/Error"));
+    return responses;
+}
+
+Owned operation(const Query &q, bool post)
+{
+    Owned op = object();
+    set(op, "operationId", str(post ? q.name + "_post" : q.name));
+    set(op, "summary", str(q.description.empty() ? "the saved query " + q.name : q.description));
+    Owned tags = array();
+    append(tags, str("queries"));
+    set(op, "tags", std::move(tags));
+    Owned params = array();
+    for (const char *option : {"page", "page_size", "format", "timeout", "stream"})
+        append(params, reference(std::string("#/components/parameters/") + option));
+    append(params, reference("#/components/parameters/Accept"));
+    if (!post) {
+        append(params, reference("#/components/parameters/If-None-Match"));
+        for (const Param &p : q.params) {
+            Owned param = object();
+            set(param, "name", str(p.name));
+            set(param, "in", str("query"));
+            set(param, "required", boolean(required(p)));
+            set(param, "schema", param_schema(p));
+            append(params, std::move(param));
+        }
+    } else {
+        Owned body = object();
+        set(body, "required", boolean(!q.params.empty()));
+        Owned content = object();
+        Owned media = object();
+        Owned schema = object();
+        set(schema, "type", str("object"));
+        Owned props = object();
+        Owned pschema = object();
+        set(pschema, "type", str("object"));
+        Owned pprops = object();
+        Owned req = array();
+        for (const Param &p : q.params) {
+            Owned s = param_schema(p);
+            // A JSON body may send null for any parameter: SQL NULL.
+            set(pprops, p.name, std::move(s));
+            if (required(p))
+                append(req, str(p.name));
+        }
+        set(pschema, "properties", std::move(pprops));
+        if (json_array_size(req.v) > 0)
+            set(pschema, "required", std::move(req));
+        set(pschema, "additionalProperties", boolean(false));
+        set(props, "params", std::move(pschema));
+        for (const char *option : {"page", "page_size", "format", "timeout", "stream"})
+            set(props, option, reference(std::string("#/components/schemas/option.") + option));
+        set(schema, "properties", std::move(props));
+        set(schema, "additionalProperties", boolean(false));
+        set(media, "schema", std::move(schema));
+        set(content, "application/json", std::move(media));
+        set(body, "content", std::move(content));
+        set(op, "requestBody", std::move(body));
+    }
+    set(op, "parameters", std::move(params));
+    Owned responses = object();
+    set(responses, "200", ok_response(q));
+    if (!post) {
+        Owned not_modified = object();
+        set(not_modified, "description", str("unchanged since the tag If-None-Match names"));
+        set(responses, "304", std::move(not_modified));
+    }
+    set(op, "responses", error_responses(std::move(responses)));
+    return op;
+}
+
+Owned option_schema(const char *name)
+{
+    Owned s = object();
+    const std::string n = name;
+    if (n == "page" || n == "page_size") {
+        set(s, "type", str("integer"));
+        set(s, "minimum", integer(1));
+        set(s, "description", str(n == "page" ? "the page, from 1" : "rows a page"));
+    } else if (n == "format") {
+        set(s, "type", str("string"));
+        Owned values = array();
+        for (const auto &e : answer_format::all)
+            append(values, str(e.name));
+        set(s, "enum", std::move(values));
+        set(s, "description", str("the answer's format; wins over Accept"));
+    } else if (n == "timeout") {
+        set(s, "type", str("number"));
+        set(s, "exclusiveMinimum", integer(0));
+        set(s, "description",
+            str("seconds the query may run at most; it can only shorten the server's limit"));
+    } else {
+        set(s, "type", str("boolean"));
+        set(s, "description", str("every row as a download rather than a page (no paging)"));
+    }
+    return s;
+}
+
+Owned components(const api_description::Api &api)
+{
+    Owned c = object();
+    Owned schemas = object();
+    Owned error = object();
+    set(error, "type", str("object"));
+    Owned eprops = object();
+    Owned string_schema = object();
+    set(string_schema, "type", str("string"));
+    set(eprops, "error", Owned(json_deep_copy(string_schema.v)));
+    Owned code = object();
+    set(code, "type", str("string"));
+    set(code, "description", str("stable: the README's Errors table"));
+    set(eprops, "code", std::move(code));
+    set(eprops, "request_id", Owned(json_deep_copy(string_schema.v)));
+    Owned problems = object();
+    set(problems, "type", str("object"));
+    set(problems, "additionalProperties", std::move(string_schema));
+    set(problems, "description", str("a problem per parameter or field, by its name"));
+    set(eprops, "errors", std::move(problems));
+    set(error, "properties", std::move(eprops));
+    Owned ereq = array();
+    for (const char *k : {"error", "code", "request_id"})
+        append(ereq, str(k));
+    set(error, "required", std::move(ereq));
+    set(schemas, "Error", std::move(error));
+    for (const char *option : {"page", "page_size", "format", "timeout", "stream"})
+        set(schemas, std::string("option.") + option, option_schema(option));
+    for (const Query &q : api.queries)
+        set(schemas, q.name + ".row", row_schema(q));
+    set(c, "schemas", std::move(schemas));
+
+    Owned responses = object();
+    Owned err = object();
+    set(err, "description", str("an error, with its stable code"));
+    Owned content = object();
+    Owned media = object();
+    set(media, "schema", reference("#/components/schemas/Error"));
+    set(content, "application/json", std::move(media));
+    set(err, "content", std::move(content));
+    set(responses, "Error", std::move(err));
+    set(c, "responses", std::move(responses));
+
+    Owned parameters = object();
+    for (const char *option : {"page", "page_size", "format", "timeout", "stream"}) {
+        Owned p = object();
+        set(p, "name", str(option));
+        set(p, "in", str("query"));
+        set(p, "required", boolean(false));
+        set(p, "schema", reference(std::string("#/components/schemas/option.") + option));
+        set(parameters, option, std::move(p));
+    }
+    set(parameters, "Accept",
+        header_parameter("Accept", "the answer's format by media type, with q-values"));
+    set(parameters, "If-None-Match",
+        header_parameter("If-None-Match",
+                         "a tag of an answer the caller has: 304 while it is unchanged"));
+    set(c, "parameters", std::move(parameters));
+
+    Owned security = object();
+    Owned key = object();
+    set(key, "type", str("apiKey"));
+    set(key, "in", str("header"));
+    set(key, "name", str("X-API-Key"));
+    set(key, "description", str("a key made with querygate.create_key"));
+    set(security, "apiKey", std::move(key));
+    Owned bearer = object();
+    set(bearer, "type", str("http"));
+    set(bearer, "scheme", str("bearer"));
+    set(bearer, "bearerFormat", str("JWT"));
+    set(bearer, "description", str("a signed JWT, or a key as a bearer token"));
+    set(security, "bearer", std::move(bearer));
+    set(c, "securitySchemes", std::move(security));
+    return c;
+}
+
+} // namespace
+
+bool ecma_compatible(const std::string &p)
+{
+    bool in_class = false;
+    for (std::size_t i = 0; i < p.size(); i++) {
+        const char c = p[i];
+        if (c == '\\') {
+            if (i + 1 >= p.size())
+                return false;
+            const char e = p[++i];
+            // Class escapes both read alike, and escaped punctuation is the character itself.
+            if (std::string("dDwWsS").find(e) != std::string::npos ||
+                std::string(".\\/^$|?*+()[]{}-").find(e) != std::string::npos)
+                continue;
+            return false; // \b, \m, \y, \A, \Z, octal and the like differ or do not exist
+        }
+        if (in_class) {
+            if (c == '[' && i + 1 < p.size() &&
+                (p[i + 1] == ':' || p[i + 1] == '=' || p[i + 1] == '.'))
+                return false; // [:alpha:], [=a=], [.a.]: POSIX only
+            if (c == ']')
+                in_class = false;
+            continue;
+        }
+        if (c == '[') {
+            in_class = true;
+            if (i + 1 < p.size() && p[i + 1] == '^')
+                i++;
+            if (i + 1 < p.size() && p[i + 1] == ']')
+                return false; // a leading ] is a character in POSIX, an empty class in ECMA
+            continue;
+        }
+        if (c == '(' && i + 1 < p.size() && p[i + 1] == '?')
+            return false; // (?:...), (?=...), (?i) and the like: options differ
+        if (static_cast<unsigned char>(c) < 0x20)
+            return false;
+    }
+    return !in_class;
+}
+
+std::string document(const api_description::Api &api)
+{
+    Owned doc = object();
+    set(doc, "openapi", str("3.1.0"));
+    Owned info = object();
+    set(info, "title", str("querygate"));
+    set(info, "version", str(QUERYGATE_VERSION_TEXT));
+    set(info, "description",
+        str("The saved queries this caller may call, as its key or token sees them: each "
+            "parameter's rules, and each column as its policy serves it."));
+    Owned license = object();
+    set(license, "name", str("PostgreSQL License"));
+    set(license, "identifier", str("PostgreSQL"));
+    set(info, "license", std::move(license));
+    set(doc, "info", std::move(info));
+    Owned servers = array();
+    Owned server = object();
+    set(server, "url", str("/"));
+    append(servers, std::move(server));
+    set(doc, "servers", std::move(servers));
+    Owned security = array();
+    for (const char *scheme : {"apiKey", "bearer"}) {
+        Owned req = object();
+        set(req, scheme, array());
+        append(security, std::move(req));
+    }
+    set(doc, "security", std::move(security));
+    Owned tags = array();
+    Owned tag = object();
+    set(tag, "name", str("queries"));
+    set(tag, "description", str("saved queries"));
+    append(tags, std::move(tag));
+    set(doc, "tags", std::move(tags));
+    Owned paths = object();
+    for (const Query &q : api.queries) {
+        Owned item = object();
+        set(item, "get", operation(q, false));
+        set(item, "post", operation(q, true));
+        set(paths, "/q/" + q.name, std::move(item));
+    }
+    set(doc, "paths", std::move(paths));
+    set(doc, "components", components(api));
+    return dump(doc);
+}
+
+std::string catalog(const api_description::Api &api)
+{
+    Owned doc = object();
+    Owned queries = array();
+    for (const Query &q : api.queries) {
+        Owned entry = object();
+        set(entry, "name", str(q.name));
+        set(entry, "description", q.description.empty() ? Owned(json_null()) : str(q.description));
+        set(entry, "version", integer(q.version));
+        set(entry, "writes", boolean(q.writes));
+        Owned params = array();
+        for (const Param &p : q.params) {
+            Owned pe = object();
+            set(pe, "name", str(p.name));
+            set(pe, "type", str(kind_name(p.type.kind)));
+            set(pe, "postgres_type", str(p.type.postgres));
+            set(pe, "required", boolean(required(p)));
+            Owned rules = param_schema(p);
+            json_object_del(rules.v, "type");
+            json_object_del(rules.v, "format");
+            json_object_del(rules.v, "description");
+            if (p.has_rule && !p.rule.description.empty())
+                set(pe, "description", str(p.rule.description));
+            set(pe, "rules", std::move(rules));
+            append(params, std::move(pe));
+        }
+        set(entry, "parameters", std::move(params));
+        Owned columns = array();
+        for (const Column &c : q.columns) {
+            if (c.action == masking::Action::drop)
+                continue;
+            Owned ce = object();
+            set(ce, "name", str(c.name));
+            set(ce, "type", str(kind_name(c.type.kind)));
+            set(ce, "postgres_type", str(c.type.postgres));
+            set(ce, "mask",
+                c.action == masking::Action::none ? Owned(json_null())
+                                                  : str(masking::action_name(c.action)));
+            append(columns, std::move(ce));
+        }
+        set(entry, "columns", std::move(columns));
+        Owned formats = array();
+        for (const auto &e : answer_format::all)
+            append(formats, str(e.name));
+        set(entry, "formats", std::move(formats));
+        append(queries, std::move(entry));
+    }
+    set(doc, "queries", std::move(queries));
+    return dump(doc);
+}
+
+} // namespace openapi
