@@ -22,6 +22,10 @@ inline constexpr ErrorCode invalid_paging{400, "invalid_paging"};
 inline constexpr ErrorCode invalid_stream{400, "invalid_stream"};
 // ?timeout= or the body's "timeout" is not a number of seconds from 0.001 up.
 inline constexpr ErrorCode invalid_timeout{400, "invalid_timeout"};
+// POST /mcp: an MCP-Protocol-Version this server does not speak (http/mcp.hpp).
+inline constexpr ErrorCode unsupported_protocol_version{400, "unsupported_protocol_version"};
+// POST /mcp: a JSON-RPC message that cannot be read (its body is JSON-RPC's error).
+inline constexpr ErrorCode invalid_message{400, "invalid_message"};
 inline constexpr ErrorCode not_found{404, "not_found"};
 inline constexpr ErrorCode method_not_allowed{405, "method_not_allowed"};
 // Neither ?format= nor Accept names a format the answer can have (http/content_negotiation.hpp).
@@ -58,6 +62,8 @@ inline constexpr ErrorCode mask_unresolvable{403, "mask_unresolvable"};
 inline constexpr ErrorCode mask_expression{403, "mask_expression"};
 inline constexpr ErrorCode mask_predicate{403, "mask_predicate"};
 inline constexpr ErrorCode permission_denied{403, "permission_denied"};
+// POST /mcp from a page whose origin is neither a loopback host nor listed (DNS rebinding).
+inline constexpr ErrorCode origin_not_allowed{403, "origin_not_allowed"};
 
 // The call failed.
 // The caller hung up while its query ran, which was then cancelled (nginx's 499): in the history,
@@ -82,15 +88,47 @@ inline constexpr ErrorCode query_timeout{504, "query_timeout"};
 
 // Every code above, for what checks answers against the contract (the request-handler fuzz
 // target); test/unit/api_error_test.cpp fails when a code is defined above and missing here.
-inline constexpr ErrorCode all[] = {
-    invalid_body,       invalid_paging,       invalid_timeout, not_acceptable,     not_found,
-    method_not_allowed, payload_too_large,    uri_too_long,    header_too_large,   unauthorized,
-    query_not_found,    sign_in_required,     claim_missing,   privileged_role,    rate_limited,
-    quota_exceeded,     param_required,       param_invalid,   param_from_claim,   untrusted_code,
-    table_not_allowed,  write_op_not_allowed, read_only,       mask_unresolvable,  mask_expression,
-    mask_predicate,     permission_denied,    query_failed,    internal_error,     unavailable,
-    query_timeout,      too_many_connections, client_closed,   response_too_large, shutting_down,
-    overloaded,         invalid_stream,       too_many_exports};
+inline constexpr ErrorCode all[] = {invalid_body,
+                                    invalid_paging,
+                                    invalid_timeout,
+                                    not_acceptable,
+                                    not_found,
+                                    method_not_allowed,
+                                    payload_too_large,
+                                    uri_too_long,
+                                    header_too_large,
+                                    unauthorized,
+                                    query_not_found,
+                                    sign_in_required,
+                                    claim_missing,
+                                    privileged_role,
+                                    rate_limited,
+                                    quota_exceeded,
+                                    param_required,
+                                    param_invalid,
+                                    param_from_claim,
+                                    untrusted_code,
+                                    table_not_allowed,
+                                    write_op_not_allowed,
+                                    read_only,
+                                    mask_unresolvable,
+                                    mask_expression,
+                                    mask_predicate,
+                                    permission_denied,
+                                    query_failed,
+                                    internal_error,
+                                    unavailable,
+                                    query_timeout,
+                                    too_many_connections,
+                                    client_closed,
+                                    response_too_large,
+                                    shutting_down,
+                                    overloaded,
+                                    invalid_stream,
+                                    too_many_exports,
+                                    unsupported_protocol_version,
+                                    invalid_message,
+                                    origin_not_allowed};
 
 } // namespace error_code
 

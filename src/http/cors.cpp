@@ -81,7 +81,8 @@ void answer_preflight(const Origins &origins, const std::string &origin, HttpRes
     allow_origin(origins, origin, response);
     response.add_header("Access-Control-Allow-Methods", "GET, POST");
     response.add_header("Access-Control-Allow-Headers",
-                        "Accept, Authorization, Content-Type, Prefer, X-API-Key, X-Request-Id");
+                        "Accept, Authorization, Content-Type, MCP-Protocol-Version, Prefer, "
+                        "X-API-Key, X-Request-Id");
     response.add_header("Access-Control-Max-Age", "600");
 }
 

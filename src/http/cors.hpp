@@ -3,7 +3,8 @@
 // "*" for any), and with it set:
 // - a preflight (OPTIONS with Origin and Access-Control-Request-Method, on any path, with no key:
 //   browsers send none) is answered 204 with what a call may use: GET and POST, the headers
-//   Accept, Authorization, Content-Type, Prefer, X-API-Key and X-Request-Id, for 10 minutes;
+//   Accept, Authorization, Content-Type, MCP-Protocol-Version, Prefer, X-API-Key and X-Request-Id,
+//   for 10 minutes;
 // - every other answer to a request from a listed origin says that origin may read it, and which
 //   of its headers (the paging, the request id, the rate limits, Retry-After).
 // An origin not listed gets its answers without any of these headers (the browser then keeps the

@@ -23,9 +23,4 @@ std::string document(const api_description::Api &api);
 // required, rules...}], columns: [{name, type, postgres_type, mask}], formats}]}
 std::string catalog(const api_description::Api &api);
 
-// Whether a PostgreSQL regular expression (ARE) means the same as an ECMA-262 one: only
-// characters, escapes \d \w \s \D \W \S and escaped punctuation, bracket expressions without
-// POSIX classes, groups, alternation, the quantifiers * + ? {m} {m,} {m,n}, and ^ $ . are allowed.
-bool ecma_compatible(const std::string &pattern);
-
 } // namespace openapi

@@ -1,12 +1,13 @@
 // Routes an HTTP request and turns it into a call, and a call's result into an HTTP response:
-// GET /health, /live, /ready, /metrics, GET|POST /q/{name}. Parameters come from the query string
-// or a JSON body; paging options are validated here, before any transaction starts. Pure C++: no
-// PostgreSQL header.
+// GET /health, /live, /ready, /metrics, /openapi.json, /catalog, GET|POST /q/{name}, POST /mcp.
+// Parameters come from the query string or a JSON body; paging options are validated here, before
+// any transaction starts. Pure C++: no PostgreSQL header.
 #pragma once
 
 #include "http/access_log.hpp"
 #include "http/cors.hpp"
 #include "http/http_types.hpp"
+#include "http/json_body.hpp"
 #include "http/client_address.hpp"
 #include "call/query_runner.hpp"
 
@@ -80,9 +81,26 @@ class RequestHandler {
     // GET /openapi.json (openapi_document) or GET /catalog.
     void handle_description(const HttpRequest &request, bool openapi_document,
                             HttpResponse &response, const std::string &id);
+    // POST /mcp: the Model Context Protocol (http/mcp.hpp).
+    void handle_mcp(const HttpRequest &request, HttpResponse &response, const std::string &id,
+                    Logged &logged);
+    // tools/call: the call a /q/{name} POST would make, answered as MCP says: the tool's result
+    // (answered: the result's JSON is returned), a refusal HTTP says (refused: the response is
+    // made), or a query the caller may not call (unknown: a JSON-RPC error).
+    enum class ToolOutcome { answered, refused, unknown };
+    std::string call_tool(const HttpRequest &request, const std::string &name,
+                          const json_body::Value *args, HttpResponse &response,
+                          const std::string &id, Logged &logged, ToolOutcome &outcome);
     void count(const HttpResponse &response);
     void handle_query(const HttpRequest &request, const std::string &name, HttpResponse &response,
                       const std::string &id, Logged &logged);
+    // A call of query `name` by the request's caller, with the default page; named in its record.
+    CallRequest start_call(const HttpRequest &request, const std::string &name,
+                           const std::string &id, Logged &logged);
+    // Without a key or token nothing else is looked at: the caller learns no more than 401 (or
+    // 429, over querygate.anonymous_rate_limit). False when the call has credentials.
+    bool refused_without_credentials(const CallRequest &call, HttpResponse &response,
+                                     const std::string &id);
     // Whether querygate.log_requests may want this request's line (it asks by status, known later).
     bool logging() const;
     // Whether anything keeps a record of this request: the access log or querygate.history.

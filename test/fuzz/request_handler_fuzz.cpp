@@ -131,10 +131,69 @@ void check_metrics(const HttpRequest &request, const HttpResponse &response)
     }
 }
 
+// GET /openapi.json and /catalog with a key: the document of what the key may call (the fake
+// runner describes one query), never anything without one.
+void check_description(const HttpRequest &request, const HttpResponse &response)
+{
+    FUZZ_CHECK(request.method == "GET" || request.method == "HEAD");
+    FUZZ_CHECK(request.header("x-api-key") != nullptr || request.header("authorization"));
+    FUZZ_CHECK(response.content_type == "application/json");
+    json_body::Value doc;
+    std::string error;
+    FUZZ_CHECK(json_body::parse(response.body, doc, error) && doc.kind == Kind::object);
+    if (request.path == "/openapi.json") {
+        const json_body::Value *version = member(doc, "openapi");
+        FUZZ_CHECK(version != nullptr && version->text == "3.1.0");
+    } else {
+        FUZZ_CHECK(member(doc, "queries") != nullptr);
+    }
+}
+
+// POST /mcp: true when the answer was judged here. A notification or a response is taken with
+// 202 and no body; a request is answered 200 with one JSON-RPC response carrying its result or
+// its error, and a message that cannot be read 400 with JSON-RPC's error; any other refusal
+// (the method, the origin, the protocol version, the caller's key or limits) is the usual error
+// body, which the caller judges.
+bool check_mcp(const HttpRequest &request, const HttpResponse &response, int calls_before)
+{
+    if (response.status == 202) {
+        FUZZ_CHECK(request.method == "POST" && response.body.empty());
+        FUZZ_CHECK(fake_runner::calls == calls_before);
+        return true;
+    }
+    const bool unreadable = response.status == 400 && response.error_code == "invalid_message";
+    if (response.status != 200 && !unreadable)
+        return false;
+    FUZZ_CHECK(request.method == "POST");
+    FUZZ_CHECK(response.content_type == "application/json");
+    json_body::Value rpc;
+    std::string error;
+    FUZZ_CHECK(json_body::parse(response.body, rpc, error) && rpc.kind == Kind::object);
+    const json_body::Value *version = member(rpc, "jsonrpc");
+    FUZZ_CHECK(version != nullptr && version->kind == Kind::string && version->text == "2.0");
+    const json_body::Value *id = member(rpc, "id");
+    FUZZ_CHECK(id != nullptr && (id->kind == Kind::number || id->kind == Kind::string ||
+                                 (unreadable && id->kind == Kind::null)));
+    const json_body::Value *result = member(rpc, "result");
+    const json_body::Value *rpc_error = member(rpc, "error");
+    FUZZ_CHECK((result != nullptr) != (rpc_error != nullptr) && rpc.members.size() == 3);
+    FUZZ_CHECK(!unreadable || rpc_error != nullptr);
+    if (rpc_error != nullptr) {
+        const json_body::Value *code = member(*rpc_error, "code");
+        FUZZ_CHECK(code != nullptr && code->kind == Kind::number);
+    }
+    // The runner runs a tools/call with credentials only, never more than once.
+    const int calls = fake_runner::calls - calls_before;
+    FUZZ_CHECK(calls <= 1);
+    if (calls == 1)
+        FUZZ_CHECK(request.header("x-api-key") != nullptr || request.header("authorization"));
+    return true;
+}
+
 void check_response(const HttpRequest &request, const HttpResponse &response, bool refused,
                     int calls_before)
 {
-    static const int statuses[] = {200, 204, 304, 400, 401, 403, 404,
+    static const int statuses[] = {200, 202, 204, 304, 400, 401, 403, 404,
                                    405, 406, 413, 429, 500, 503, 504};
     bool known = false;
     for (int s : statuses)
@@ -159,6 +218,13 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
         check_metrics(request, response);
         return;
     }
+    if (!refused && (request.path == "/openapi.json" || request.path == "/catalog") &&
+        response.status == 200) {
+        check_description(request, response);
+        return;
+    }
+    if (!refused && request.path == "/mcp" && check_mcp(request, response, calls_before))
+        return;
     bool runner_called = fake_runner::calls != calls_before;
     // 304: a GET call whose If-None-Match names the answer's tag, sent without a body.
     if (response.status == 304) {
@@ -199,10 +265,11 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
     bool query_path =
         path.size() > 3 && path.compare(0, 3, "/q/") == 0 && path.find('/', 3) == std::string::npos;
     if (runner_called) {
-        FUZZ_CHECK(!refused && query_path);
+        // A call of /q/{name}, or an MCP tools/call refused by the caller's key or limits.
+        FUZZ_CHECK(!refused && (query_path || path == "/mcp"));
         FUZZ_CHECK(request.method == "GET" || request.method == "POST");
         const CallRequest &call = fake_runner::last;
-        FUZZ_CHECK(call.query == path.substr(3));
+        FUZZ_CHECK(!query_path || call.query == path.substr(3));
         FUZZ_CHECK(!call.secret.empty() || !call.bearer_token.empty());
         FUZZ_CHECK(call.page >= 1 && call.page <= 1000000000L);
         FUZZ_CHECK(call.page_size >= 1 && call.page_size <= settings::max_page_size);

@@ -1,5 +1,6 @@
 // OpenAPI 3.1 and the catalog (src/http/openapi.hpp): the patterns it trusts, and the documents'
 // shape for a described API.
+#include "http/json_schema.hpp"
 #include "http/openapi.hpp"
 #include "tap.hpp"
 
@@ -65,17 +66,17 @@ api_description::Api sample()
 
 int main()
 {
-    ok(openapi::ecma_compatible("[A-Za-z0-9_]+"), "a class and a quantifier");
-    ok(openapi::ecma_compatible("^\\d{3}-\\d{4}$"), "\\d, anchors and counts");
-    ok(openapi::ecma_compatible("(a|b)+\\.c"), "groups, alternation, an escaped dot");
-    ok(!openapi::ecma_compatible("[[:alpha:]]+"), "a POSIX class is PostgreSQL's only");
-    ok(!openapi::ecma_compatible("\\mword\\M"), "\\m and \\M are PostgreSQL's only");
-    ok(!openapi::ecma_compatible("(?i)abc"), "embedded options differ");
-    ok(!openapi::ecma_compatible("\\b"),
+    ok(json_schema::ecma_compatible("[A-Za-z0-9_]+"), "a class and a quantifier");
+    ok(json_schema::ecma_compatible("^\\d{3}-\\d{4}$"), "\\d, anchors and counts");
+    ok(json_schema::ecma_compatible("(a|b)+\\.c"), "groups, alternation, an escaped dot");
+    ok(!json_schema::ecma_compatible("[[:alpha:]]+"), "a POSIX class is PostgreSQL's only");
+    ok(!json_schema::ecma_compatible("\\mword\\M"), "\\m and \\M are PostgreSQL's only");
+    ok(!json_schema::ecma_compatible("(?i)abc"), "embedded options differ");
+    ok(!json_schema::ecma_compatible("\\b"),
        "\\b is a backspace in a PostgreSQL ARE, a word boundary in ECMA");
-    ok(!openapi::ecma_compatible("[]a]"), "a leading ] differs");
-    ok(!openapi::ecma_compatible("[abc"), "an open class");
-    ok(!openapi::ecma_compatible("abc\\"), "a trailing backslash");
+    ok(!json_schema::ecma_compatible("[]a]"), "a leading ] differs");
+    ok(!json_schema::ecma_compatible("[abc"), "an open class");
+    ok(!json_schema::ecma_compatible("abc\\"), "a trailing backslash");
 
     const std::string doc = openapi::document(sample());
     json_t *root = parse(doc);
