@@ -235,11 +235,15 @@ bool tool_call(const Value &params, std::string &name, const Value *&args, std::
     return true;
 }
 
-std::string tool_result(const std::string &answer, bool has_more, bool answer_is_object)
+std::string tool_result(const std::string &id, const std::string &answer, bool has_more,
+                        bool answer_is_object)
 {
+    // Made in one string, the envelope included: an answer may be tens of MB
+    // (querygate.max_response_size), and it is here twice already (as text and as itself).
     std::string out;
-    out.reserve(2 * answer.size() + 96);
-    out.append("{\"content\":[{\"type\":\"text\",\"text\":");
+    out.reserve(2 * answer.size() + id.size() + 128);
+    out.append("{\"jsonrpc\":\"2.0\",\"id\":").append(id);
+    out.append(",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
     json_text::append_string(out, answer);
     out.append("}],\"structuredContent\":");
     if (answer_is_object) {
@@ -248,16 +252,16 @@ std::string tool_result(const std::string &answer, bool has_more, bool answer_is
         out.append("{\"rows\":").append(answer);
         out.append(has_more ? ",\"has_more\":true}" : ",\"has_more\":false}");
     }
-    out.append(",\"isError\":false}");
+    out.append(",\"isError\":false}}");
     return out;
 }
 
-std::string tool_error(const std::string &error_body)
+std::string tool_error(const std::string &id, const std::string &error_body)
 {
     std::string out = "{\"content\":[{\"type\":\"text\",\"text\":";
     json_text::append_string(out, error_body);
     out.append("}],\"isError\":true}");
-    return out;
+    return result(id, out);
 }
 
 } // namespace mcp

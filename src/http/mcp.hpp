@@ -62,12 +62,14 @@ std::string tools_list_result(const api_description::Api &api);
 // an object (invalid_params). Each argument is a parameter, as a POST body's "params" member is.
 bool tool_call(const json_body::Value &params, std::string &name, const json_body::Value *&args,
                std::string &reason);
-// A successful call's result: the answer (JSON text) as structuredContent and as a text block;
-// {"rows": [...], "has_more": bool} for rows, the write's own object for a write without RETURNING.
-std::string tool_result(const std::string &answer, bool has_more, bool answer_is_object);
-// A call refused or failed: isError, with the error body (error_body.hpp: message, stable code,
-// request id) as its text block. No structuredContent: a client checks that against the tool's
-// outputSchema, which describes its answers, not its errors.
-std::string tool_error(const std::string &error_body);
+// The whole response to a successful call: the answer (JSON text) as structuredContent and as a
+// text block; {"rows": [...], "has_more": bool} for rows, the write's own object for a write
+// without RETURNING.
+std::string tool_result(const std::string &id, const std::string &answer, bool has_more,
+                        bool answer_is_object);
+// The whole response to a call refused or failed: isError, with the error body (error_body.hpp:
+// message, stable code, request id) as its text block. No structuredContent: a client checks that
+// against the tool's outputSchema, which describes its answers, not its errors.
+std::string tool_error(const std::string &id, const std::string &error_body);
 
 } // namespace mcp

@@ -760,11 +760,9 @@ void RequestHandler::handle_mcp(const HttpRequest &request, HttpResponse &respon
             response.body = mcp::error(message.id, mcp::invalid_params, reason);
             return;
         }
-        ToolOutcome outcome = ToolOutcome::answered;
-        std::string answer = call_tool(request, name, args, response, id, logged, outcome);
-        if (outcome == ToolOutcome::answered)
-            response.body = mcp::result(message.id, answer);
-        else if (outcome == ToolOutcome::unknown)
+        const ToolOutcome outcome =
+            call_tool(request, name, args, message.id, response, id, logged);
+        if (outcome == ToolOutcome::unknown)
             // Not granted reads as not there, as /q/{name}'s 404 does.
             response.body = mcp::error(message.id, mcp::invalid_params, "unknown tool: " + name,
                                        error_code::query_not_found.code);
@@ -775,16 +773,15 @@ void RequestHandler::handle_mcp(const HttpRequest &request, HttpResponse &respon
     }
 }
 
-std::string RequestHandler::call_tool(const HttpRequest &request, const std::string &name,
-                                      const json_body::Value *args, HttpResponse &response,
-                                      const std::string &id, Logged &logged, ToolOutcome &outcome)
+RequestHandler::ToolOutcome
+RequestHandler::call_tool(const HttpRequest &request, const std::string &name,
+                          const json_body::Value *args, const std::string &rpc_id,
+                          HttpResponse &response, const std::string &id, Logged &logged)
 {
     CallRequest call = start_call(request, name, id, logged);
     call.timeout_ms = prefer_timeout(request);
-    if (refused_without_credentials(call, response, id)) {
-        outcome = ToolOutcome::refused;
-        return std::string();
-    }
+    if (refused_without_credentials(call, response, id))
+        return ToolOutcome::refused;
     if (args != nullptr)
         for (const auto &[param, v] : args->members) {
             // As a POST body's "params": every kind reaches the input function as text.
@@ -799,7 +796,6 @@ std::string RequestHandler::call_tool(const HttpRequest &request, const std::str
     logged.key = std::move(result.key_name);
     logged.policy = std::move(result.policy);
     note_result(logged, result);
-    add_limit_headers(response, result.limits);
     const ApiError &error = result.error;
     if (error.set() && (error.status == 401 || error.status == 429 || error.status == 503)) {
         // The caller's key, its limits or the server's state: HTTP's answer, as for /q/{name}.
@@ -807,23 +803,24 @@ std::string RequestHandler::call_tool(const HttpRequest &request, const std::str
         add_limit_headers(response, result.limits);
         if (error.status == 503)
             response.add_header("Retry-After", "1");
-        outcome = ToolOutcome::refused;
-        return std::string();
+        return ToolOutcome::refused;
     }
+    add_limit_headers(response, result.limits);
     if (error.code == error_code::query_not_found.code) {
         response.error_code = error.code;
-        outcome = ToolOutcome::unknown;
-        return std::string();
+        return ToolOutcome::unknown;
     }
     if (error.set()) {
         response.error_code = error.code; // the access log and the history say which
         std::string body;
         error_body::write(error, id, body);
-        return mcp::tool_error(body);
+        response.body = mcp::tool_error(rpc_id, body);
+        return ToolOutcome::answered;
     }
     // A write without RETURNING answers one object, {"rows_affected": n}; rows are an array.
     const bool is_object = !result.body.empty() && result.body[0] == '{';
-    return mcp::tool_result(result.body, result.has_more, is_object);
+    response.body = mcp::tool_result(rpc_id, result.body, result.has_more, is_object);
+    return ToolOutcome::answered;
 }
 
 CallRequest RequestHandler::start_call(const HttpRequest &request, const std::string &name,

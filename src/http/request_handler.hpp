@@ -84,13 +84,14 @@ class RequestHandler {
     // POST /mcp: the Model Context Protocol (http/mcp.hpp).
     void handle_mcp(const HttpRequest &request, HttpResponse &response, const std::string &id,
                     Logged &logged);
-    // tools/call: the call a /q/{name} POST would make, answered as MCP says: the tool's result
-    // (answered: the result's JSON is returned), a refusal HTTP says (refused: the response is
-    // made), or a query the caller may not call (unknown: a JSON-RPC error).
+    // tools/call: the call a /q/{name} POST would make, answered as MCP says to the request
+    // `rpc_id`: the tool's result or error (answered), a refusal HTTP says (refused), both made in
+    // `response`; or a query the caller may not call (unknown: the caller answers the JSON-RPC
+    // error).
     enum class ToolOutcome { answered, refused, unknown };
-    std::string call_tool(const HttpRequest &request, const std::string &name,
-                          const json_body::Value *args, HttpResponse &response,
-                          const std::string &id, Logged &logged, ToolOutcome &outcome);
+    ToolOutcome call_tool(const HttpRequest &request, const std::string &name,
+                          const json_body::Value *args, const std::string &rpc_id,
+                          HttpResponse &response, const std::string &id, Logged &logged);
     void count(const HttpResponse &response);
     void handle_query(const HttpRequest &request, const std::string &name, HttpResponse &response,
                       const std::string &id, Logged &logged);
