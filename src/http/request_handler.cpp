@@ -5,7 +5,6 @@
 #include "http/answer_encoding.hpp"
 #include "http/error_body.hpp"
 #include "http/content_negotiation.hpp"
-#include "http/mcp.hpp"
 #include "http/openapi.hpp"
 #include "http/json_body.hpp"
 #include "http/json_text.hpp"
@@ -678,151 +677,6 @@ void RequestHandler::handle_description(const HttpRequest &request, bool openapi
     response.body = openapi_document ? openapi::document(api) : openapi::catalog(api);
 }
 
-// POST /mcp: one JSON-RPC message a request, answered as application/json; no session, so any
-// worker answers any request. The transport's refusals (a method, an origin, a protocol version,
-// a message that cannot be read) and the caller's (a key that is not one, a limit, an overload)
-// are HTTP statuses with the usual error body; a refusal of the call itself is the tool's error.
-void RequestHandler::handle_mcp(const HttpRequest &request, HttpResponse &response,
-                                const std::string &id, Logged &logged)
-{
-    if (request.method != "POST") {
-        // No stream of the server's own to GET, and no session to DELETE.
-        ApiError e = api_errors::make(error_code::method_not_allowed, "use POST on /mcp");
-        e.allow = "POST";
-        write_error(response, e, id);
-        return;
-    }
-    if (const std::string *origin = request.header("origin");
-        origin != nullptr &&
-        !mcp::origin_allowed(*origin, cors::allowed(cors_origins(), *origin))) {
-        write_error(response,
-                    api_errors::make(error_code::origin_not_allowed,
-                                     "this origin may not call /mcp: list it in "
-                                     "querygate.cors_allowed_origins"),
-                    id);
-        return;
-    }
-    if (const std::string *version = request.header("mcp-protocol-version");
-        version != nullptr && !mcp::supported_version(*version)) {
-        write_error(response,
-                    api_errors::make(error_code::unsupported_protocol_version,
-                                     "MCP-Protocol-Version " + std::string(mcp::versions[0]) +
-                                         ", " + mcp::versions[1] + " or " + mcp::versions[2]),
-                    id);
-        return;
-    }
-    mcp::Message message;
-    int rpc_code = 0;
-    std::string reason;
-    if (!mcp::parse(request.body, message, rpc_code, reason)) {
-        write_error(response, api_errors::make(error_code::invalid_message, reason), id);
-        response.body = mcp::error("null", rpc_code, reason, error_code::invalid_message.code);
-        return;
-    }
-    if (message.kind != mcp::Message::Kind::request) {
-        response.status = 202; // a notification or a response: taken, nothing to answer
-        return;
-    }
-    response.status = 200;
-    response.content_type = "application/json";
-    const std::string &method = message.method;
-    if (method == "initialize") {
-        std::string asked;
-        for (const auto &[name, value] : message.params.members)
-            if (name == "protocolVersion" && value.kind == json_body::Value::Kind::string)
-                asked = value.text;
-        response.body = mcp::result(message.id, mcp::initialize_result(asked));
-    } else if (method == "ping") {
-        response.body = mcp::result(message.id, "{}");
-    } else if (method == "tools/list") {
-        CallRequest call;
-        presented_credentials(request, call);
-        call.client_ip = client_ip(request);
-        call.request_id = id;
-        LimitReport limits;
-        api_description::Api api;
-        // Without a key or token nothing may be called: the list is empty (the address's limit
-        // still counts it).
-        ApiError error = call.secret.empty() && call.bearer_token.empty()
-                             ? runner_.limit_anonymous(call.client_ip, limits)
-                             : runner_.describe(call, api, limits);
-        if (error.set()) {
-            write_error(response, error, id);
-            add_limit_headers(response, limits);
-            return;
-        }
-        add_limit_headers(response, limits);
-        response.body = mcp::result(message.id, mcp::tools_list_result(api));
-    } else if (method == "tools/call") {
-        std::string name;
-        const json_body::Value *args = nullptr;
-        if (!mcp::tool_call(message.params, name, args, reason)) {
-            response.body = mcp::error(message.id, mcp::invalid_params, reason);
-            return;
-        }
-        const ToolOutcome outcome =
-            call_tool(request, name, args, message.id, response, id, logged);
-        if (outcome == ToolOutcome::unknown)
-            // Not granted reads as not there, as /q/{name}'s 404 does.
-            response.body = mcp::error(message.id, mcp::invalid_params, "unknown tool: " + name,
-                                       error_code::query_not_found.code);
-    } else {
-        response.body = mcp::error(message.id, mcp::method_not_found,
-                                   "this server answers initialize, ping, tools/list and "
-                                   "tools/call");
-    }
-}
-
-RequestHandler::ToolOutcome
-RequestHandler::call_tool(const HttpRequest &request, const std::string &name,
-                          const json_body::Value *args, const std::string &rpc_id,
-                          HttpResponse &response, const std::string &id, Logged &logged)
-{
-    CallRequest call = start_call(request, name, id, logged);
-    call.timeout_ms = prefer_timeout(request);
-    if (refused_without_credentials(call, response, id))
-        return ToolOutcome::refused;
-    if (args != nullptr)
-        for (const auto &[param, v] : args->members) {
-            // As a POST body's "params": every kind reaches the input function as text.
-            CallParam p;
-            p.name = param;
-            p.is_null = v.kind == json_body::Value::Kind::null;
-            p.value = v.text;
-            call.params.push_back(std::move(p));
-        }
-    // A write runs here rather than in a helper: the answer is made in this request.
-    CallResult result = runner_.run(call, false);
-    logged.key = std::move(result.key_name);
-    logged.policy = std::move(result.policy);
-    note_result(logged, result);
-    const ApiError &error = result.error;
-    if (error.set() && (error.status == 401 || error.status == 429 || error.status == 503)) {
-        // The caller's key, its limits or the server's state: HTTP's answer, as for /q/{name}.
-        write_error(response, error, id);
-        add_limit_headers(response, result.limits);
-        if (error.status == 503)
-            response.add_header("Retry-After", "1");
-        return ToolOutcome::refused;
-    }
-    add_limit_headers(response, result.limits);
-    if (error.code == error_code::query_not_found.code) {
-        response.error_code = error.code;
-        return ToolOutcome::unknown;
-    }
-    if (error.set()) {
-        response.error_code = error.code; // the access log and the history say which
-        std::string body;
-        error_body::write(error, id, body);
-        response.body = mcp::tool_error(rpc_id, body);
-        return ToolOutcome::answered;
-    }
-    // A write without RETURNING answers one object, {"rows_affected": n}; rows are an array.
-    const bool is_object = !result.body.empty() && result.body[0] == '{';
-    response.body = mcp::tool_result(rpc_id, result.body, result.has_more, is_object);
-    return ToolOutcome::answered;
-}
-
 CallRequest RequestHandler::start_call(const HttpRequest &request, const std::string &name,
                                        const std::string &id, Logged &logged)
 {
@@ -833,6 +687,8 @@ CallRequest RequestHandler::start_call(const HttpRequest &request, const std::st
     call.client_fd = request.socket_fd;
     call.request_id = id;
     call.page_size = std::min<long>(settings::default_page_size, settings::max_page_size);
+    // Prefer: timeout=N; ?timeout= or the body's "timeout" win over it.
+    call.timeout_ms = prefer_timeout(request);
     if (tracing()) {
         logged.query = name;
         logged.client = call.client_ip;
@@ -867,7 +723,6 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         return;
     // The format: ?format= or the body's, which win over Accept; the timeout: ?timeout= or the
     // body's, which win over Prefer.
-    call.timeout_ms = prefer_timeout(request);
     bool format_given = false, paged = false;
     ApiError error = read_query_string(request, call, format_given, paged);
     if (!error.set() && request.method == "POST")
