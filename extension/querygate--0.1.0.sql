@@ -70,6 +70,8 @@ CREATE TABLE saved_query_version (
 -- rate_per_second, burst, max_in_flight, quota, quota_period: what each caller of the policy may
 -- spend (set_limits; NULL: no such limit): each key counts alone, bearer tokens of the policy count
 -- together. A key's own limits (the same columns of api_key) win, limit by limit.
+-- events: its callers may open GET /events, a stream of the run events of the queries it is granted
+-- (grant_events, revoke_events).
 CREATE TABLE policy (
     name             text PRIMARY KEY,
     run_as           regrole NOT NULL,
@@ -84,6 +86,7 @@ CREATE TABLE policy (
     max_in_flight    integer CHECK (max_in_flight > 0),
     quota            bigint CHECK (quota > 0),
     quota_period     text CHECK (quota_period IN ('day', 'month')),
+    events           boolean NOT NULL DEFAULT false,
     created_at       timestamptz NOT NULL DEFAULT now()
 );
 
@@ -342,6 +345,12 @@ CREATE FUNCTION unmask(policy text, column_pattern text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_unmask';
 CREATE FUNCTION grant_writes(policy text, ops text[]) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_writes';
+-- Whether the policy's callers may watch GET /events: run events (query, status, code, duration,
+-- rows, request id; never parameters or rows) of every call of the queries the policy is granted.
+CREATE FUNCTION grant_events(policy text) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_events';
+CREATE FUNCTION revoke_events(policy text) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_events';
 -- statement_timeout '0' removes the policy's own (querygate.statement_timeout applies).
 CREATE FUNCTION set_policy(policy text, mask_predicates text DEFAULT NULL,
                            allow_superuser boolean DEFAULT NULL,
@@ -381,6 +390,7 @@ CREATE VIEW policies AS
     SELECT p.name, p.run_as, p.allow_superuser,
            array(SELECT g.query FROM query_grant g WHERE g.policy = p.name ORDER BY g.query) AS queries,
            p.allowed_tables, p.write_ops, p.mask_predicates, p.history_params, p.statement_timeout,
+           p.events,
            (SELECT jsonb_object_agg(m.pattern, m.action) FROM mask_rule m WHERE m.policy = p.name)
                AS masks,
            p.rate_per_second, p.burst, p.max_in_flight, p.quota, p.quota_period,
@@ -447,8 +457,8 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb, boolean), drop_que
     revoke_key(text),
     set_limits(text, text, double precision, integer, integer, bigint, text),
     allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
-    grant_writes(text, text[]), set_policy(text, text, boolean, boolean, interval), set_jwks(jsonb),
-    isolate_tenant(regclass, name), explain(text, text),
+    grant_writes(text, text[]), grant_events(text), revoke_events(text),
+    set_policy(text, text, boolean, boolean, interval), set_jwks(jsonb), isolate_tenant(regclass, name), explain(text, text),
     stat_queries(), stat_workers(), stat_history(), stat_reset()
     TO querygate_admin;
 GRANT SELECT ON stat_queries, stat_workers, stat_history TO querygate_admin;

@@ -6,7 +6,7 @@
 BEGIN;
 CREATE EXTENSION querygate;
 CREATE ROLE qg_cf_role NOLOGIN;
-SELECT plan(69);
+SELECT plan(75);
 
 -- Signatures (names, argument types, return types).
 SELECT has_schema('querygate');
@@ -97,6 +97,16 @@ SELECT lives_ok($$SELECT querygate.create_key(name => 'k3', policy => 'p1', expi
                 'create_key in named notation with expires_at');
 SELECT lives_ok($$SELECT querygate.revoke_key('k1')$$, 'revoke_key');
 SELECT throws_ok($$SELECT querygate.revoke_key('nope')$$, '42704', NULL, 'revoke_key of an unknown key: 42704');
+
+-- grant_events / revoke_events: off by default, shown in the policies view, audited.
+SELECT is((SELECT events FROM querygate.policies WHERE name = 'p1'), false, 'a policy may not watch events by default');
+SELECT lives_ok($$SELECT querygate.grant_events('p1')$$, 'grant_events');
+SELECT is((SELECT events FROM querygate.policies WHERE name = 'p1'), true, 'the policies view shows it');
+SELECT is((SELECT action || ' ' || (before ->> 'events') || '->' || (after ->> 'events') FROM querygate.audit
+            WHERE catalog = 'policy' AND policy = 'p1' AND operation = 'update' ORDER BY at DESC LIMIT 1),
+          'grant_events false->true', 'grant_events is in the audit log, before and after');
+SELECT lives_ok($$SELECT querygate.revoke_events(policy => 'p1')$$, 'revoke_events in named notation');
+SELECT throws_ok($$SELECT querygate.grant_events('nope')$$, '42704', NULL, 'grant_events to an unknown policy: 42704');
 
 -- drop_policy is refused while active keys use it, unless cascade.
 SELECT throws_ok($$SELECT querygate.drop_policy('p1')$$, '2BP01', NULL, 'drop_policy with an active key: 2BP01');

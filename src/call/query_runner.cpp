@@ -19,6 +19,7 @@
 #include "call/stop_request.hpp"
 #include "call/limit_table.hpp"
 #include "call/history_ring.hpp"
+#include "call/event_ring.hpp"
 #include "call/history_values.hpp"
 #include "call/stat_table.hpp"
 
@@ -45,6 +46,7 @@ extern "C" {
 #include "call/row_output.hpp"
 #include "call/plan_cache.hpp"
 #include "common/settings.hpp"
+#include "http/event_stream.hpp"
 #include "http/json_text.hpp"
 #include "pg/pg_guard.hpp"
 #include "policy/role_rules.hpp"
@@ -128,6 +130,19 @@ struct QueryRunner::State {
                  bool record_params, CallResult &result);
     ApiError error_for(const pg::PgError &e, const CallRequest &request, const CachedQuery *query);
     void abort_call();
+
+    // In a read-only transaction of its own: authenticates `request` (a refusal is charged to
+    // its address when `charge`), charges its caller's limits when `charge` (what the headers say
+    // in `limits`), and asks `then(const Caller &)` for the answer. `what` names the work in the
+    // log if it fails.
+    template <typename Then>
+    ApiError as_caller(const CallRequest &request, bool charge, LimitReport &limits,
+                       const char *what, Then then);
+    // What an event stream of `caller` may see. Streams of a policy share its set of queries,
+    // made once per catalog generation.
+    void audience_of(const Caller &caller, event_stream::Audience &out);
+    std::unordered_map<std::string, std::shared_ptr<const event_stream::QuerySet>> event_queries;
+    std::uint64_t event_queries_generation = 0;
 };
 
 QueryRunner::QueryRunner(GroupCommit &group_commit) : state_(new State(group_commit)) {}
@@ -572,10 +587,10 @@ ApiError QueryRunner::ready()
     return error;
 }
 
-ApiError QueryRunner::describe(const CallRequest &request, api_description::Api &out,
-                               LimitReport &limits)
+template <typename Then>
+ApiError QueryRunner::State::as_caller(const CallRequest &request, bool charge, LimitReport &limits,
+                                       const char *what, Then then)
 {
-    State &s = *state_;
     char hash_hex[2 * secrets::sha256_length + 1];
     key_hash_hex(request.secret, hash_hex);
     ApiError error;
@@ -583,33 +598,106 @@ ApiError QueryRunner::describe(const CallRequest &request, api_description::Api 
     Caller caller;
     try {
         begin_read_only_transaction();
-        if (!s.cache.refresh()) {
+        if (!cache.refresh()) {
             error = api_errors::make(error_code::unavailable,
                                      "querygate is not installed in this database");
-        } else if (ApiError denied =
-                       s.authenticator.authenticate(s.cache, request, hash_hex, caller);
+        } else if (ApiError denied = authenticator.authenticate(cache, request, hash_hex, caller);
                    denied.set()) {
-            ApiError limited = charge_address(request.client_ip, limits);
+            ApiError limited = charge ? charge_address(request.client_ip, limits) : ApiError();
             error = limited.set() ? std::move(limited) : std::move(denied);
-        } else if (ApiError limited = charge_caller(caller, limits, hold); limited.set()) {
+        } else if (ApiError limited = charge ? charge_caller(caller, limits, hold) : ApiError();
+                   limited.set()) {
             error = std::move(limited);
         } else {
-            describe_api(s.cache, s.plans, caller, out);
+            error = then(caller);
         }
-        MemoryContextSwitchTo(s.request_context); // outlives the transaction's contexts
+        MemoryContextSwitchTo(request_context); // outlives the transaction's contexts
         pg::guard([] {
             PopActiveSnapshot();
             CommitTransactionCommand();
             pgstat_report_activity(STATE_IDLE, nullptr);
         });
     } catch (const std::exception &e) {
-        ereport(LOG, (errmsg("querygate: describing what a caller may call failed: %s", e.what())));
+        ereport(LOG, (errmsg("querygate: %s failed: %s", what, e.what())));
         error = api_errors::make(error_code::internal_error, "internal error");
-        s.abort_call();
+        abort_call();
     }
-    MemoryContextReset(s.request_context);
+    MemoryContextReset(request_context);
     limit_table::release(hold);
     return error;
+}
+
+ApiError QueryRunner::describe(const CallRequest &request, api_description::Api &out,
+                               LimitReport &limits)
+{
+    State &s = *state_;
+    return s.as_caller(request, true, limits, "describing what a caller may call",
+                       [&s, &out](const Caller &caller) {
+                           describe_api(s.cache, s.plans, caller, out);
+                           return ApiError();
+                       });
+}
+
+ApiError QueryRunner::watch_events(const CallRequest &request, bool charge,
+                                   event_stream::Audience &out, LimitReport &limits)
+{
+    State &s = *state_;
+    return s.as_caller(request, charge, limits, "checking an event stream's caller",
+                       [&s, &out](const Caller &caller) {
+                           if (!caller.policy->events)
+                               return api_errors::make(error_code::events_not_granted,
+                                                       "this key's policy may not watch events");
+                           s.audience_of(caller, out);
+                           return ApiError();
+                       });
+}
+
+void QueryRunner::State::audience_of(const Caller &caller, event_stream::Audience &out)
+{
+    if (event_queries_generation != cache.generation()) {
+        event_queries.clear();
+        event_queries_generation = cache.generation();
+    }
+    const CachedPolicy &policy = *caller.policy;
+    std::shared_ptr<const event_stream::QuerySet> &queries = event_queries[policy.name];
+    if (!queries)
+        queries = std::make_shared<const event_stream::QuerySet>(policy.queries);
+    out.queries = queries;
+    out.policy = policy.name;
+    out.key = std::string(caller.key_name);
+    out.subject =
+        caller.key != nullptr ? "key:" + std::to_string(caller.key->id) : "policy:" + policy.name;
+    out.expires_at_us = 0;
+    if (caller.key != nullptr) {
+        out.expires_at_us = caller.key->expires_at_unix_us;
+    } else if (const auto exp = caller.claims.scalars.find("exp");
+               exp != caller.claims.scalars.end()) {
+        // A token's end, in whole seconds (a verified token's exp is a number).
+        const double seconds = std::strtod(exp->second.c_str(), nullptr);
+        if (seconds > 0 && seconds < 9.2e12)
+            out.expires_at_us = static_cast<std::int64_t>(seconds * 1e6);
+    }
+}
+
+std::uint64_t QueryRunner::catalog_generation()
+{
+    // ready() starts a transaction, which takes the catalog's committed changes, and refreshes.
+    return ready().set() ? 0 : state_->cache.generation();
+}
+
+const run_events::Ring *QueryRunner::events() const
+{
+    return event_ring::ring();
+}
+
+bool QueryRunner::take_stream(const std::string &subject)
+{
+    return event_ring::take_stream(subject, settings::max_event_streams_per_key);
+}
+
+void QueryRunner::give_stream(const std::string &subject)
+{
+    event_ring::give_stream(subject);
 }
 
 CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
@@ -779,6 +867,7 @@ ApiError QueryRunner::metrics(metrics::Snapshot &snapshot)
 void QueryRunner::record(const CallRecord &call) noexcept
 {
     history_ring::put(call, worker_load::mine() + 1);
+    event_ring::put(call);
 }
 
 void QueryRunner::release_export()

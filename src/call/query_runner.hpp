@@ -8,9 +8,17 @@
 #include "common/history.hpp"
 #include "common/metrics.hpp"
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 class GroupCommit; // worker/group_commit.hpp: the worker's, which it holds answers with
+namespace event_stream {
+struct Audience; // http/event_stream.hpp
+}
+namespace run_events {
+struct Ring; // common/run_events.hpp
+}
 
 class QueryRunner {
   public:
@@ -34,10 +42,26 @@ class QueryRunner {
     // (call/api_describer.hpp), after the same authentication and limits a call has; the
     // caller's limits in `limits` (what the headers say).
     ApiError describe(const CallRequest &request, api_description::Api &out, LimitReport &limits);
+    // For GET /events (http/event_stream.hpp): whether the request's key or token may watch run
+    // events (its policy is granted them: else 403 events_not_granted), and what it may see, in
+    // `out`. With `charge`, the same authentication and limits as a call (a stream opening);
+    // without, a stream already open is checked again against the catalog as it is now.
+    ApiError watch_events(const CallRequest &request, bool charge, event_stream::Audience &out,
+                          LimitReport &limits);
+    // The catalog's generation after taking its committed changes (a short transaction); 0 when
+    // no transaction could start. A change means open streams must be checked again.
+    std::uint64_t catalog_generation();
+    // The run events' shared ring (call/event_ring.hpp), or null when events are off.
+    const run_events::Ring *events() const;
+    // A stream of `subject` (event_stream::Audience) opens or closes: its place among
+    // querygate.max_event_streams_per_key, counted across workers; false when there is none.
+    bool take_stream(const std::string &subject);
+    void give_stream(const std::string &subject);
     // For GET /metrics: every worker's statistics, from shared memory (no transaction). An
     // error (503 unavailable) when they cannot be read.
     ApiError metrics(metrics::Snapshot &snapshot);
-    // A call answered, for querygate.history (call/history_ring.hpp): never waits, never throws.
+    // A call answered, for querygate.history (call/history_ring.hpp) and the run events
+    // (call/event_ring.hpp): never waits, never throws.
     void record(const CallRecord &call) noexcept;
     // A call handed to a helper has ended: it leaves its caller's in-flight count.
     void release(LimitHold &hold);

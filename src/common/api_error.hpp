@@ -47,6 +47,9 @@ inline constexpr ErrorCode privileged_role{403, "privileged_role"};
 // The caller's limits (rules/rate_limits.hpp): answered with Retry-After, before anything runs.
 inline constexpr ErrorCode rate_limited{429, "rate_limited"};
 inline constexpr ErrorCode quota_exceeded{429, "quota_exceeded"};
+// GET /events: the key (or the policy, for bearer tokens) holds querygate.max_event_streams_per_key
+// streams already, on any worker.
+inline constexpr ErrorCode too_many_streams{429, "too_many_streams"};
 
 // Parameters.
 inline constexpr ErrorCode param_required{400, "param_required"};
@@ -64,6 +67,8 @@ inline constexpr ErrorCode mask_predicate{403, "mask_predicate"};
 inline constexpr ErrorCode permission_denied{403, "permission_denied"};
 // POST /mcp from a page whose origin is neither a loopback host nor listed (DNS rebinding).
 inline constexpr ErrorCode origin_not_allowed{403, "origin_not_allowed"};
+// GET /events by a caller whose policy is not granted events (grant_events).
+inline constexpr ErrorCode events_not_granted{403, "events_not_granted"};
 
 // The call failed.
 // The caller hung up while its query ran, which was then cancelled (nginx's 499): in the history,
@@ -84,6 +89,8 @@ inline constexpr ErrorCode overloaded{503, "overloaded"};
 inline constexpr ErrorCode too_many_connections{503, "too_many_connections"};
 // As many exports as querygate.max_exports allows are being written or sent (export_file.hpp).
 inline constexpr ErrorCode too_many_exports{503, "too_many_exports"};
+// GET /events: this worker holds querygate.max_event_streams streams already.
+inline constexpr ErrorCode streams_full{503, "streams_full"};
 inline constexpr ErrorCode query_timeout{504, "query_timeout"};
 
 // Every code above, for what checks answers against the contract (the request-handler fuzz
@@ -128,7 +135,10 @@ inline constexpr ErrorCode all[] = {invalid_body,
                                     too_many_exports,
                                     unsupported_protocol_version,
                                     invalid_message,
-                                    origin_not_allowed};
+                                    origin_not_allowed,
+                                    events_not_granted,
+                                    too_many_streams,
+                                    streams_full};
 
 } // namespace error_code
 

@@ -1,4 +1,4 @@
-// Run events for GET /events (issue 18, point 3; work in progress on branch events-wip): a ring
+// Run events for GET /events (issue 18, point 3): a ring
 // of the last calls' outcomes in shared memory, written by every worker after each call and read
 // by every worker for the event streams it holds, and their text as server-sent events.
 //

@@ -35,6 +35,10 @@ extern double history_sample_rate; // querygate.history_sample_rate: successes k
 extern int history_retention;      // querygate.history_retention, seconds, 0 = forever (reload)
 extern int history_buffer;         // querygate.history_buffer: records in the ring (restart)
 extern int history_flush_interval; // querygate.history_flush_interval, ms (reload)
+extern int event_buffer;           // querygate.event_buffer: run events kept, 0 = off (restart)
+extern int max_event_streams;      // querygate.max_event_streams: per worker (reload)
+extern int max_event_streams_per_key; // querygate.max_event_streams_per_key (reload)
+extern int event_keepalive;           // querygate.event_keepalive, s without bytes on a stream
 extern int max_connections; // querygate.max_connections: open at once, every worker (restart)
 extern int max_connections_per_ip; // querygate.max_connections_per_ip, 0 = no limit (reload)
 extern int request_timeout;   // querygate.request_timeout, ms to send a whole request, 0 = none

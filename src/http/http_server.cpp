@@ -60,6 +60,15 @@ struct HttpServer::RequestState {
     }
 };
 
+// An answer made as it is sent (HttpResponse::stream), between libmicrohttpd's calls for its
+// bytes: the body, and the connection, parked while the body has nothing to say.
+struct HttpServer::StreamState {
+    HttpServer *server;
+    MHD_Connection *conn;
+    std::shared_ptr<StreamBody> body;
+    bool parked = false;
+};
+
 namespace {
 
 std::string lowercase(const char *s, size_t n)
@@ -246,6 +255,8 @@ struct HttpServer::Callbacks {
                 self->later_.push_back(Later{resp.later, conn, state});
                 return MHD_YES;
             }
+            if (resp.stream)
+                return self->send_stream(conn, resp) ? MHD_YES : MHD_NO;
             if (self->hold(conn, state, resp))
                 return MHD_YES;
             return send(conn, resp, self->stopping());
@@ -337,6 +348,42 @@ struct HttpServer::Callbacks {
         *socket_context = nullptr;
     }
 
+    // libmicrohttpd asks a stream for bytes whenever its connection can send: none yet parks the
+    // connection (suspended: no timeout, no wake-up) until wake_streams() finds it ready. Room in
+    // `parked_` for every stream was made when it was queued, so nothing here allocates.
+    static ssize_t stream_read(void *cls, uint64_t, char *buf, size_t max)
+    {
+        auto *s = static_cast<HttpServer::StreamState *>(cls);
+        long n = StreamBody::aborted;
+        try {
+            n = s->body->read(buf, max);
+        } catch (...) {
+        }
+        if (n > 0)
+            return static_cast<ssize_t>(n);
+        if (n == StreamBody::ended)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (n != StreamBody::nothing_yet)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        s->parked = true;
+        s->server->parked_.push_back(s);
+        MHD_suspend_connection(s->conn);
+        return 0;
+    }
+
+    // libmicrohttpd is done with a stream: sent whole, or its connection closed.
+    static void stream_free(void *cls)
+    {
+        auto *s = static_cast<HttpServer::StreamState *>(cls);
+        if (s->parked) { // only when the daemon stops with it parked
+            auto &parked = s->server->parked_;
+            parked.erase(std::remove(parked.begin(), parked.end(), s), parked.end());
+        }
+        s->server->streams_--;
+        s->body->closed();
+        delete s;
+    }
+
     static void log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)))
     {
         auto *self = static_cast<HttpServer *>(cls);
@@ -410,6 +457,12 @@ HttpServer::~HttpServer()
         MHD_resume_connection(later.connection);
     }
     later_.clear();
+    // Parked streams: resumed, so that stopping closes them; their bodies are not asked again.
+    for (StreamState *stream : parked_) {
+        stream->parked = false;
+        MHD_resume_connection(stream->conn);
+    }
+    parked_.clear();
     release_held(UINT64_MAX);
     if (daemon_ != nullptr)
         MHD_stop_daemon(daemon_);
@@ -426,6 +479,43 @@ bool HttpServer::hold(MHD_Connection *conn, RequestState *state, HttpResponse &r
     MHD_suspend_connection(conn);
     held_.emplace_back(mark, conn);
     return true;
+}
+
+bool HttpServer::send_stream(MHD_Connection *conn, HttpResponse &resp)
+{
+    // Room to park every stream, made now: parking happens inside libmicrohttpd's callback.
+    parked_.reserve(streams_ + 1);
+    auto *state = new StreamState{this, conn, std::move(resp.stream)};
+    // Unknown size: sent chunked (HTTP/1.1), each read a chunk.
+    MHD_Response *r = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, 4096, &Callbacks::stream_read, state, &Callbacks::stream_free);
+    if (r == nullptr) {
+        delete state;
+        return false;
+    }
+    streams_++; // stream_free counts it out, whatever becomes of the answer from here
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp.content_type.c_str());
+    for (const auto &h : resp.headers)
+        MHD_add_response_header(r, h.first.c_str(), h.second.c_str());
+    const bool queued = own_answers::queue_ours(conn, static_cast<unsigned int>(resp.status), r);
+    MHD_destroy_response(r);
+    return queued;
+}
+
+std::size_t HttpServer::wake_streams()
+{
+    std::size_t kept = 0, woken = 0;
+    for (StreamState *stream : parked_) {
+        if (stream->body->ready()) {
+            stream->parked = false;
+            MHD_resume_connection(stream->conn);
+            woken++;
+        } else {
+            parked_[kept++] = stream;
+        }
+    }
+    parked_.resize(kept);
+    return woken;
 }
 
 bool HttpServer::answer_later(std::uint64_t token, HttpResponse &&response)

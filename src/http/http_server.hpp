@@ -141,6 +141,13 @@ class HttpServer {
     bool answer_later(std::uint64_t token, HttpResponse &&response);
     std::size_t waiting_later() const { return later_.size(); }
 
+    // Answers made as they are sent (HttpResponse::stream: GET /events). A connection whose body
+    // has nothing to say is parked, suspended; wake_streams() resumes every parked one whose body
+    // is ready() (the next run() sends), and returns how many. Streams still open when the server
+    // is destroyed are closed.
+    std::size_t wake_streams();
+    std::size_t streams() const { return streams_; }
+
     void set_max_body_size(std::size_t bytes) { max_body_size_ = bytes; }
     std::size_t max_body_size() const { return max_body_size_; }
 
@@ -148,6 +155,7 @@ class HttpServer {
     struct Callbacks;
     struct RequestState;
     struct ConnectionState;
+    struct StreamState;
 
   private:
     struct Later {
@@ -155,6 +163,10 @@ class HttpServer {
         MHD_Connection *connection;
         RequestState *state;
     };
+    // Queues a stream's answer (resp.stream); false when it could not be.
+    bool send_stream(MHD_Connection *conn, HttpResponse &resp);
+    std::vector<StreamState *> parked_;
+    std::size_t streams_ = 0;
     // Holds a made response until `mark` is flushed (suspended), or false when no hold applies.
     bool hold(MHD_Connection *conn, RequestState *state, HttpResponse &resp);
     // A connection's whole request has arrived: its deadline is met.

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,23 @@ struct HttpRequest {
     bool header_list(const char *lower_name, std::string &out) const;
 };
 
+// An answer whose body is made while it is sent, for as long as it lasts (GET /events): its bytes
+// are asked for whenever the connection can take more. Between bytes the connection waits
+// suspended (it holds no worker), until HttpServer::wake_streams() finds the body ready().
+class StreamBody {
+  public:
+    virtual ~StreamBody() = default;
+    static constexpr long nothing_yet = 0;
+    static constexpr long ended = -1;   // the body is whole: the chunked answer ends
+    static constexpr long aborted = -2; // the connection is closed at once
+    // Copies up to `max` bytes of what is ready into `buf`: how many, or one of the above.
+    virtual long read(char *buf, std::size_t max) = 0;
+    // Whether read() has something to say (bytes, or its end) now.
+    virtual bool ready() const = 0;
+    // The server is done with it: the connection closed, or the end was sent.
+    virtual void closed() = 0;
+};
+
 struct HttpResponse {
     int status = 200;
     std::string content_type = "application/json";
@@ -46,6 +64,8 @@ struct HttpResponse {
     std::uint64_t later = 0;
     // An export: the body is this file, sent from it; `body` is then empty.
     FileBody file;
+    // A body made as it is sent (content_type and headers are the answer's; `body` is unused).
+    std::shared_ptr<StreamBody> stream;
     // Called once when the answer is done with, however it ends (sent, or the connection gone):
     // what an export holds (its place among querygate.max_exports) is given back.
     std::function<void()> on_done;

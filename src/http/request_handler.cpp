@@ -90,7 +90,7 @@ void presented_credentials(const HttpRequest &request, CallRequest &call)
     }
     std::string token;
     if (bearer_token(request, token))
-        (looks_like_jwt(token) ? call.bearer_token : call.secret) = token;
+        presented_token(token, call);
 }
 
 // A positive decimal integer within [1, max]; false for anything else.
@@ -459,7 +459,12 @@ bool RequestHandler::logging() const
 
 bool RequestHandler::tracing() const
 {
-    return logging() || settings::history;
+    return logging() || settings::history || events_on();
+}
+
+bool RequestHandler::events_on() const
+{
+    return streams_ != nullptr && settings::event_buffer > 0;
 }
 
 void RequestHandler::note_result(Logged &logged, CallResult &result)
@@ -477,7 +482,8 @@ void RequestHandler::log_answer(const Logged &logged, const HttpResponse &respon
     const long long duration_us =
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - logged.started)
             .count();
-    if (settings::history && !logged.query.empty()) {
+    // A call's record: the history's, and the run event GET /events streams.
+    if ((settings::history || events_on()) && !logged.query.empty()) {
         CallRecord call;
         call.duration_us = duration_us;
         call.status = response.status;
@@ -574,6 +580,10 @@ void RequestHandler::route(const HttpRequest &request, HttpResponse &response,
     }
     if (path == "/mcp") {
         handle_mcp(request, response, id, logged);
+        return;
+    }
+    if (path == "/events") {
+        handle_events(request, response, id, logged);
         return;
     }
     if (path == "/openapi.json" || path == "/catalog") {
@@ -872,4 +882,9 @@ void RequestHandler::start_response(HttpResponse &response, const std::string &i
 {
     response.add_header("X-Request-Id", id);
     response.add_header("Cache-Control", "no-store");
+}
+
+void presented_token(const std::string &token, CallRequest &call)
+{
+    (looks_like_jwt(token) ? call.bearer_token : call.secret) = token;
 }

@@ -1,11 +1,13 @@
 // Routes an HTTP request and turns it into a call, and a call's result into an HTTP response:
-// GET /health, /live, /ready, /metrics, /openapi.json, /catalog, GET|POST /q/{name}, POST /mcp.
+// GET /health, /live, /ready, /metrics, /openapi.json, /catalog, /events, GET|POST /q/{name},
+// POST /mcp.
 // Parameters come from the query string or a JSON body; paging options are validated here, before
 // any transaction starts. Pure C++: no PostgreSQL header.
 #pragma once
 
 #include "http/access_log.hpp"
 #include "http/cors.hpp"
+#include "http/event_stream.hpp"
 #include "http/http_types.hpp"
 #include "http/json_body.hpp"
 #include "http/client_address.hpp"
@@ -32,6 +34,8 @@ class RequestHandler {
     // A call handed off is answered later: the response comes back marked `later` with a token,
     // and finish() makes it from the helper's result.
     void handle(const HttpRequest &request, HttpResponse &response);
+    // The worker's event streams, which GET /events opens (none: GET /events is 404).
+    void set_event_streams(event_stream::Streams *streams) { streams_ = streams; }
     // The answer of the call handed off under `token`; false when no call waits under it.
     bool finish(std::uint64_t token, CallResult &result, HttpResponse &response);
     // A request refused before it was read whole (413), or by libmicrohttpd itself (431, 400,
@@ -81,6 +85,9 @@ class RequestHandler {
     // GET /openapi.json (openapi_document) or GET /catalog.
     void handle_description(const HttpRequest &request, bool openapi_document,
                             HttpResponse &response, const std::string &id);
+    // GET /events: a stream of run events (http/events_endpoint.cpp).
+    void handle_events(const HttpRequest &request, HttpResponse &response, const std::string &id,
+                       Logged &logged);
     // POST /mcp: the Model Context Protocol (http/mcp.hpp).
     void handle_mcp(const HttpRequest &request, HttpResponse &response, const std::string &id,
                     Logged &logged);
@@ -104,8 +111,12 @@ class RequestHandler {
                                      const std::string &id);
     // Whether querygate.log_requests may want this request's line (it asks by status, known later).
     bool logging() const;
-    // Whether anything keeps a record of this request: the access log or querygate.history.
+    // Whether anything keeps a record of this request: the access log, querygate.history or the
+    // run events.
     bool tracing() const;
+    // Whether calls make run events for GET /events (querygate.event_buffer, and a worker's
+    // streams to serve them).
+    bool events_on() const;
     // What the call's result says for its record.
     static void note_result(Logged &logged, CallResult &result);
     // The request's part of its line, its clock started now.
@@ -149,6 +160,7 @@ class RequestHandler {
 
     QueryRunner &runner_;
     CallHandOff *hand_off_;
+    event_stream::Streams *streams_ = nullptr;
     access_log::Sink *log_;
     std::string log_line_; // reused: a line is made per request logged
     std::vector<Later> later_;
@@ -160,6 +172,9 @@ class RequestHandler {
     unsigned long cors_generation_ = 0;
     uint64_t id_state_; // request-id generator (xorshift, seeded from OpenSSL once)
 };
+
+// A bearer token as a call presents it: a JWT (three base64url parts), else a key.
+void presented_token(const std::string &token, CallRequest &call);
 
 // GET /health, /live and /ready: the probes, never logged when they succeed.
 bool is_probe(const std::string &path);

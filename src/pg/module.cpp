@@ -10,6 +10,7 @@ extern "C" {
 }
 
 #include "call/history_ring.hpp"
+#include "call/event_ring.hpp"
 #include "call/limit_table.hpp"
 #include "call/stat_table.hpp"
 #include "http/listen_socket.hpp"
@@ -48,6 +49,7 @@ void request_shmem()
     RequestAddinShmemSpace(stat_table::shmem_size());
     stat_table::shmem_request();
     RequestAddinShmemSpace(history_ring::shmem_size());
+    RequestAddinShmemSpace(event_ring::shmem_size());
     RequestAddinShmemSpace(connection_counts::shmem_size());
     connection_counts::shmem_request();
 }
@@ -61,6 +63,7 @@ void startup_shmem()
     limit_table::shmem_init();
     stat_table::shmem_init();
     history_ring::shmem_init();
+    event_ring::shmem_init();
     connection_counts::shmem_init();
 }
 

@@ -44,6 +44,10 @@ double history_sample_rate = 1.0;
 int history_retention = 7 * 24 * 3600;
 int history_buffer = 8192;
 int history_flush_interval = 1000;
+int event_buffer = 4096;
+int max_event_streams = 500;
+int max_event_streams_per_key = 8;
+int event_keepalive = 15;
 bool ssl = false;
 char *ssl_cert_file = nullptr;
 char *ssl_key_file = nullptr;
@@ -114,6 +118,28 @@ void define_restart_only()
         "About 700 bytes of shared memory each. When it is full, new records are dropped and "
         "counted; a call never waits for it.",
         &history_buffer, 8192, 64, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.event_buffer", "Run events kept in shared memory for GET /events.",
+        "About 200 bytes of shared memory each: a stream that reconnects with Last-Event-ID gets "
+        "what it missed while it is still held, and a gap event for the rest. 0 turns GET /events "
+        "off.",
+        &event_buffer, 4096, 0, 1048576, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.max_event_streams", "Open GET /events streams per HTTP worker.",
+        "Past it a new stream is answered 503 streams_full. An open stream holds a connection "
+        "and a few kB, never the worker.",
+        &max_event_streams, 500, 0, 100000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.max_event_streams_per_key",
+        "Open GET /events streams per key (per policy for bearer tokens), counting every worker.",
+        "Past it a new stream is answered 429 too_many_streams.", &max_event_streams_per_key, 8, 1,
+        100000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.event_keepalive",
+        "Seconds an event stream may go without bytes before a keep-alive comment is sent.",
+        "Proxies close connections that stay silent; a client that has gone is found when the "
+        "comment cannot be sent.",
+        &event_keepalive, 15, 1, 3600, PGC_SIGHUP, GUC_UNIT_S, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "querygate.max_connections", "HTTP connections open at once, counting every worker.",
         "Over it a new connection is answered 503 too_many_connections and closed. Each worker "

@@ -13,8 +13,8 @@ const char policy_rows_select[] =
     "pg_catalog.array_to_string(allowed_tables::pg_catalog.oid[], ','), "
     "pg_catalog.array_to_string(write_ops, ','), mask_predicates, allow_superuser, "
     "history_params, "
-    "pg_catalog.ceil(pg_catalog.date_part('epoch', statement_timeout) * 1000)::pg_catalog.int8 "
-    "FROM querygate.policy";
+    "pg_catalog.ceil(pg_catalog.date_part('epoch', statement_timeout) * 1000)::pg_catalog.int8, "
+    "events FROM querygate.policy";
 
 const char mask_rows_select[] = "SELECT policy, pattern, action FROM querygate.mask_rule";
 
@@ -37,6 +37,7 @@ bool decode_policy(const PolicyRow &row, DecodedPolicy &out, std::string &error)
         c[POLICY_ALLOW_SUPERUSER] && std::strcmp(c[POLICY_ALLOW_SUPERUSER], "t") == 0;
     out.history_params =
         c[POLICY_HISTORY_PARAMS] && std::strcmp(c[POLICY_HISTORY_PARAMS], "t") == 0;
+    out.events = c[POLICY_EVENTS] && std::strcmp(c[POLICY_EVENTS], "t") == 0;
     // At least a millisecond (the column holds only positive intervals), at most what an int
     // timer takes: longer is no limit worth arming beyond the server's.
     out.statement_timeout_ms =

@@ -12,7 +12,7 @@
 // The policy's row: name, run_as (an oid), allowed_tables (oids joined by commas; NULL when the
 // policy has no allow-list), write_ops (names joined by commas), mask_predicates, allow_superuser
 // and history_params ("t" or "f"), statement_timeout (whole milliseconds; NULL when the policy has
-// none). Every function and operator schema-qualified: it runs in
+// none), events ("t" or "f"). Every function and operator schema-qualified: it runs in
 // superuser sessions. Followed by nothing, or by a WHERE clause.
 extern const char policy_rows_select[];
 // The policies' mask rules: policy, pattern, action. Followed by a WHERE and ORDER BY clause.
@@ -27,6 +27,7 @@ enum PolicyColumn {
     POLICY_ALLOW_SUPERUSER,
     POLICY_HISTORY_PARAMS,
     POLICY_STATEMENT_TIMEOUT,
+    POLICY_EVENTS,
     POLICY_COLUMNS
 };
 
@@ -45,6 +46,7 @@ struct DecodedPolicy {
     bool allow_superuser = false;  // run_as may be privileged (role_rules.hpp)
     bool history_params = false;   // the run history keeps its callers' parameters
     long statement_timeout_ms = 0; // how long its calls may run; 0: querygate.statement_timeout
+    bool events = false;           // its callers may watch GET /events (grant_events)
     PolicyRules rules;             // allow-list, writes, masks, mask_predicates
 };
 

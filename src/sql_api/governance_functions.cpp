@@ -1,8 +1,9 @@
-// The governance SQL API: allow_tables, mask, unmask, grant_writes, set_policy, set_jwks,
-// isolate_tenant; and the parameter-rule checks save_query makes. Each function that changes a
-// policy requires a caller who may act as the policy's role (catalog_require_policy_actor).
-// PostgreSQL-style code (no C++ objects with destructors alive across a PostgreSQL call); the pure
-// C++ validators are called through small functions that return a palloc'd message.
+// The governance SQL API: allow_tables, mask, unmask, grant_writes, grant_events, revoke_events,
+// set_policy, set_jwks, isolate_tenant; and the parameter-rule checks save_query makes. Each
+// function that changes a policy requires a caller who may act as the policy's role
+// (catalog_require_policy_actor). PostgreSQL-style code (no C++ objects with destructors alive
+// across a PostgreSQL call); the pure C++ validators are called through small functions that return
+// a palloc'd message.
 #include "pg/pg_headers.hpp"
 #include "pg/pg_guard.hpp"
 extern "C" {
@@ -199,6 +200,30 @@ QUERYGATE_SQL_FUNCTION(querygate_grant_writes)
         "UPDATE querygate.policy SET write_ops = pg_catalog.string_to_array($2, ',') "
         "WHERE name = $1",
         2, args);
+    PG_RETURN_VOID();
+}
+
+// Whether a policy's callers may open GET /events. The events say only that a granted query ran
+// and how it ended, never what it was given or returned; still a watcher learns when others call,
+// so it is granted by name, never by default.
+static void set_events(FunctionCallInfo fcinfo, bool on)
+{
+    require_admin();
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
+    const char *args[2] = {policy, on ? "true" : "false"};
+    catalog_change_policy(
+        "UPDATE querygate.policy SET events = $2::pg_catalog.bool WHERE name = $1", 2, args);
+}
+
+QUERYGATE_SQL_FUNCTION(querygate_grant_events)
+{
+    set_events(fcinfo, true);
+    PG_RETURN_VOID();
+}
+
+QUERYGATE_SQL_FUNCTION(querygate_revoke_events)
+{
+    set_events(fcinfo, false);
     PG_RETURN_VOID();
 }
 

@@ -36,6 +36,7 @@ extern "C" {
 #include "pg/pg_guard.hpp"
 #include "worker/access_log_sink.hpp"
 #include "worker/connection_counts.hpp"
+#include "worker/event_pump.hpp"
 #include "worker/group_commit.hpp"
 #include "worker/tls_files.hpp"
 #include "http/request_handler.hpp"
@@ -212,6 +213,11 @@ void serve()
                        HttpResponse &resp) { handler.refuse_overloaded(req, waited, resp); });
     };
     set_overload();
+    // GET /events: the streams this worker holds, fed after each round.
+    event_stream::Streams streams;
+    handler.set_event_streams(&streams);
+    EventPump events(runner, server, streams);
+    long events_due = -1;
     server.set_hold([&group_commit] { return group_commit.hold_until(); });
     server.set_stop_request([] { return stop_request::requested(); });
     connection_counts::start_worker();
@@ -269,6 +275,7 @@ void serve()
             timeout = sooner(timeout, 100);
         timeout = sooner(timeout, stats.report(now));
         timeout = sooner(timeout, http_log.ms_until_due(now));
+        timeout = sooner(timeout, events_due);
         if (stopping)
             timeout = sooner(timeout, 50); // bounds the drain
         else if (!watching)
@@ -281,7 +288,8 @@ void serve()
             busy_poll.looked(n > 0);
         }
         if (n == 0)
-            n = WaitEventSetWait(set, timeout, fired, 4, PG_WAIT_EXTENSION);
+            n = WaitEventSetWait(set, events.may_sleep() ? timeout : 0, fired, 4,
+                                 PG_WAIT_EXTENSION);
         // Busy from here to the round's end; the wait above (and a brief poll) is idle time.
         const auto woke = AcceptGate::Clock::now();
         for (int i = 0; i < n; i++) {
@@ -331,6 +339,7 @@ void serve()
         }
         if (!server.holding())
             set_waiting(false);
+        events_due = events.pump(AcceptGate::Clock::now(), stopping);
         worker_load::publish(server.connections());
         const auto round_end = AcceptGate::Clock::now();
         http_log.write(server, round_end);

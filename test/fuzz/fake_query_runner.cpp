@@ -4,9 +4,12 @@
 // which PostgreSQL defines in the server (src/pg/settings.cpp); the fuzz targets set them.
 #include "fake_query_runner.hpp"
 
+#include "common/run_events.hpp"
 #include "common/settings.hpp"
+#include "http/event_stream.hpp"
 
 #include <memory>
+#include <vector>
 
 class GroupCommit {}; // the worker's (src/worker/group_commit.hpp); the fake holds no answers
 
@@ -85,6 +88,56 @@ ApiError QueryRunner::limit_anonymous(const std::string &, LimitReport &report)
     return api_errors::make(error_code::rate_limited, "too many calls: slow down");
 }
 
+// GET /events: a key "no-events" is not granted events; any other may watch the query "fixed".
+ApiError QueryRunner::watch_events(const CallRequest &request, bool, event_stream::Audience &out,
+                                   LimitReport &)
+{
+    if (request.secret == "no-events")
+        return api_errors::make(error_code::events_not_granted, "not granted");
+    out.subject = "key:1";
+    out.key = "k";
+    out.policy = "p";
+    out.queries =
+        std::make_shared<const event_stream::QuerySet>(std::initializer_list<std::string>{"fixed"});
+    return ApiError();
+}
+
+std::uint64_t QueryRunner::catalog_generation()
+{
+    return 1;
+}
+
+// A ring of eight events with three in it, while querygate.event_buffer is set.
+const run_events::Ring *QueryRunner::events() const
+{
+    static std::vector<unsigned char> memory(run_events::size_of(8));
+    static run_events::Ring *ring = [] {
+        run_events::Ring *r = run_events::init(memory.data(), 8);
+        run_events::Event e;
+        e.status = 200;
+        for (const char *q : {"fixed", "other", "fixed"}) {
+            std::snprintf(e.query, sizeof(e.query), "%s", q);
+            run_events::put(*r, e);
+        }
+        return r;
+    }();
+    return settings::event_buffer > 0 ? ring : nullptr;
+}
+
+// Two streams of a key at most.
+bool QueryRunner::take_stream(const std::string &)
+{
+    if (fake_runner::streams >= 2)
+        return false;
+    fake_runner::streams++;
+    return true;
+}
+
+void QueryRunner::give_stream(const std::string &)
+{
+    fake_runner::streams--;
+}
+
 CallResult QueryRunner::run(const CallRequest &request, bool)
 {
     fake_runner::calls++;
@@ -115,6 +168,7 @@ int calls = 0;
 int anonymous = 0;
 int recorded = 0;
 int last_record_status = 0;
+int streams = 0;
 CallRequest last;
 
 QueryRunner &instance()
@@ -136,6 +190,10 @@ int log_requests = log_off;
 int log_requests_format = log_text;
 char *metrics_token = nullptr;
 bool history = false;
+int event_buffer = 0;
+int max_event_streams = 500;
+int max_event_streams_per_key = 2;
+int event_keepalive = 15;
 unsigned long generation = 0;
 
 } // namespace settings

@@ -15,6 +15,7 @@ extern int calls;
 extern int anonymous; // calls of limit_anonymous()
 extern int recorded;  // calls of record(), and the status the last one recorded
 extern int last_record_status;
+extern int streams; // event streams open (take_stream less give_stream)
 extern CallRequest last;
 
 } // namespace fake_runner

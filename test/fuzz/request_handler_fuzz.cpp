@@ -225,6 +225,11 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
     }
     if (!refused && request.path == "/mcp" && check_mcp(request, response, calls_before))
         return;
+    // An event stream: its body is the stream's (read in LLVMFuzzerTestOneInput).
+    if (!refused && request.path == "/events" && response.status == 200) {
+        FUZZ_CHECK(response.content_type == "text/event-stream" && response.body.empty());
+        return;
+    }
     bool runner_called = fake_runner::calls != calls_before;
     // 304: a GET call whose If-None-Match names the answer's tag, sent without a body.
     if (response.status == 304) {
@@ -376,6 +381,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static KeptLog log;
     static RequestHandler handler(fake_runner::instance(), nullptr, &log);
+    static event_stream::Streams streams;
+    handler.set_event_streams(&streams);
     static std::string trusted;
 
     FuzzedDataProvider in(data, size);
@@ -386,6 +393,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     settings::log_requests_format = (mode / 3) % 2;
     settings::metrics_token = mode % 2 == 0 ? metrics_token : nullptr;
     settings::history = mode >= 8;
+    settings::event_buffer = mode % 5 == 2 ? 0 : 8;
     static char listed[] = "https://app.example, http://localhost:3000/";
     static char any[] = "*";
     settings::cors_allowed_origins = mode % 4 == 1 ? listed : mode % 4 == 3 ? any : nullptr;
@@ -448,9 +456,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const bool call = !refused && path.size() > 3 && path.compare(0, 3, "/q/") == 0 &&
                       path.find('/', 3) == std::string::npos &&
                       (request.method == "GET" || request.method == "POST");
-    FUZZ_CHECK(fake_runner::recorded - recorded_before == (settings::history && call ? 1 : 0));
-    if (settings::history && call)
+    // (A record is also made while events are on: GET /events shows calls.) A tools/call of
+    // POST /mcp may make one too.
+    const bool recording = settings::history || settings::event_buffer > 0;
+    if (request.path != "/mcp")
+        FUZZ_CHECK(fake_runner::recorded - recorded_before == (recording && call ? 1 : 0));
+    if (recording && call)
         FUZZ_CHECK(fake_runner::last_record_status == response.status);
+    // GET /events: a stream exactly when it opened (200, text/event-stream), counted; its place
+    // given back once its connection is gone.
+    const bool opened = !refused && request.path == "/events" && response.status == 200;
+    FUZZ_CHECK(static_cast<bool>(response.stream) == opened);
+    if (opened) {
+        FUZZ_CHECK(response.content_type == "text/event-stream");
+        FUZZ_CHECK(settings::event_buffer > 0 && fake_runner::streams >= 1);
+        char first[64];
+        const long n = response.stream->read(first, sizeof(first));
+        FUZZ_CHECK(n > 0 &&
+                   std::string(first, static_cast<std::size_t>(n)).rfind("retry: ", 0) == 0);
+        response.stream->closed();
+    }
+    streams.sweep([](const std::string &) { fake_runner::streams--; });
+    FUZZ_CHECK(streams.size() == 0 && fake_runner::streams == 0);
     check_log(log, request, response);
     return 0;
 }

@@ -1,0 +1,108 @@
+// GET /events: a stream of run events (http/event_stream.hpp) for a caller whose policy is
+// granted them, in the HTML Living Standard's event-stream format. The stream is opened here, after
+// the checks a call has (credentials, limits) and its own (the policy's grant, the caps); the
+// worker's rounds (worker/event_pump.hpp) fill it.
+#include "http/request_handler.hpp"
+
+#include "common/settings.hpp"
+#include "http/event_stream.hpp"
+
+#include <algorithm>
+
+namespace {
+
+// Where a client that comes back says it was: the Last-Event-ID header an EventSource sends when
+// it reconnects, or ?last_event_id= for one that starts where a page left off. An id that is not
+// a whole number is not ours: the stream starts from now, as for none.
+bool last_event_id(const HttpRequest &request, std::uint64_t &id)
+{
+    if (const std::string *header = request.header("last-event-id"))
+        return run_events::parse_last_event_id(*header, id);
+    for (const auto &arg : request.args)
+        if (arg.first == "last_event_id")
+            return run_events::parse_last_event_id(arg.second, id);
+    return false;
+}
+
+} // namespace
+
+void RequestHandler::handle_events(const HttpRequest &request, HttpResponse &response,
+                                   const std::string &id, Logged &logged)
+{
+    const run_events::Ring *ring = runner_.events();
+    if (ring == nullptr || streams_ == nullptr) {
+        write_error(response,
+                    api_errors::make(error_code::not_found,
+                                     "no such endpoint (querygate.event_buffer is 0)"),
+                    id);
+        return;
+    }
+    if (request.method != "GET" && request.method != "HEAD") {
+        ApiError e = api_errors::make(error_code::method_not_allowed, "use GET on /events");
+        e.allow = "GET, HEAD";
+        write_error(response, e, id);
+        return;
+    }
+    CallRequest call = start_call(request, std::string(), id, logged);
+    // A browser's EventSource cannot send a header: the key or token may come as
+    // ?access_token= (RFC 6750, 2.3), on this endpoint only. The access log never writes a query
+    // string; a proxy in front may, which the README says.
+    if (call.secret.empty() && call.bearer_token.empty())
+        for (const auto &arg : request.args)
+            if (arg.first == "access_token") {
+                presented_token(arg.second, call);
+                break;
+            }
+    if (refused_without_credentials(call, response, id))
+        return;
+    if (streams_->size() >= static_cast<std::size_t>(settings::max_event_streams)) {
+        write_error(response,
+                    api_errors::make(error_code::streams_full,
+                                     "this worker holds as many event streams as "
+                                     "querygate.max_event_streams allows"),
+                    id);
+        response.add_header("Retry-After", "1");
+        return;
+    }
+    event_stream::Audience audience;
+    LimitReport limits;
+    if (ApiError error = runner_.watch_events(call, true, audience, limits); error.set()) {
+        write_error(response, error, id);
+        add_limit_headers(response, limits);
+        return;
+    }
+    logged.key = audience.key;
+    logged.policy = audience.policy;
+    const std::uint64_t newest = ring->last.load(std::memory_order_acquire);
+    std::uint64_t from = newest;
+    if (last_event_id(request, from))
+        from = std::min(from, newest); // an id from before a restart: from now on
+    auto stream = std::make_shared<event_stream::Stream>(std::move(call), std::move(audience), from,
+                                                         event_stream::Clock::now());
+    event_stream::catch_up(*ring, *stream);
+    streams_->reserve_one();
+    const std::string &subject = stream->audience().subject;
+    if (!runner_.take_stream(subject)) {
+        write_error(response,
+                    api_errors::make(error_code::too_many_streams,
+                                     "this key holds as many event streams as "
+                                     "querygate.max_event_streams_per_key allows"),
+                    id);
+        response.add_header("Retry-After", "1");
+        return;
+    }
+    // Counted from here: given back once the connection is gone (Streams::sweep), when the
+    // worker exits, or now if the answer cannot be made.
+    try {
+        response.status = 200;
+        response.content_type = "text/event-stream";
+        // nginx would buffer the stream whole otherwise.
+        response.add_header("X-Accel-Buffering", "no");
+        add_limit_headers(response, limits);
+    } catch (...) {
+        runner_.give_stream(subject);
+        throw;
+    }
+    response.stream = stream;
+    streams_->add(std::move(stream));
+}
