@@ -1,8 +1,9 @@
 # GET /events (issue 18, point 3): server-sent events of every call's outcome. Who may open a stream
 # (401 without credentials, 403 events_not_granted without grant_events, 405 for other methods;
 # X-API-Key, Bearer and ?access_token=); the stream's head and first bytes; a run event's fields,
-# with the call's X-Request-Id and its error code, and never a parameter's or a row's value; only the
-# events of the queries the stream's policy is granted, checked again at each delivery; resuming
+# with the call's X-Request-Id and its error code (an MCP tools/call's too), and never a
+# parameter's or a row's value; only the events of the queries the stream's policy is granted,
+# checked again at each delivery; resuming
 # with Last-Event-ID or ?last_event_id= (exactly the later events, in order; a gap event for those
 # the ring of querygate.event_buffer no longer holds); keep-alive comments; the caps per key (429
 # too_many_streams, freed when a client goes) and per worker (503 streams_full, reloaded); open
@@ -348,20 +349,30 @@ my (undef, $rid_sec2) = call('ev_secret', $k_other);
 ok(wait_run($s_other, $rid_sec2), 'a later ev_secret event reaches ev_other');
 is_deeply([ rids(runs($s_other)) ], [ $rid_sec, $rid_sec2 ], 'ev_other\'s stream has only its query\'s events');
 
+# An MCP tools/call is a call of its query like any other: its run event, with its request id.
+my $mcp = $qg->post('/mcp', { jsonrpc => '2.0', id => 1, method => 'tools/call',
+	params => { name => 'ev_ping', arguments => {} } }, key => $k1);
+ok($mcp->{json}{result} && !$mcp->{json}{result}{isError}, 'an MCP tools/call of a granted query answers')
+  or diag($mcp->{content});
+my $rid_mcp = $mcp->{headers}{'x-request-id'} // '(none)';
+ok(wait_run($s1, $rid_mcp), 'an MCP tools/call makes a run event');
+is(join(' ', map { run_of($s1, $rid_mcp) ? run_of($s1, $rid_mcp)->{json}{$_} // 'null' : '' } qw(query status code)),
+	'ev_ping 200 null', 'with its query and status');
+
 # ---------------------------------------------------------------- 3. resuming
 
 my $r1 = must_open('Last-Event-ID of an earlier event', key => new_key('ev_pol'),
 	headers => { 'Last-Event-ID' => $e_ok ? $e_ok->{id} : 0 });
 my (undef, $rid_s1) = call('ev_ping', $k1);
 ok(wait_run($r1, $rid_s1), 'then a new call');
-is_deeply([ rids(runs($r1)) ], [ $rid_bad, $rid_ping, $rid_s1 ],
+is_deeply([ rids(runs($r1)) ], [ $rid_bad, $rid_ping, $rid_mcp, $rid_s1 ],
 	'exactly the later events the policy may see, in order, then the new one');
 is_deeply([ events_of($r1, 'gap') ], [], 'no gap');
 my $ping_id = run_of($s1, $rid_ping) ? run_of($s1, $rid_ping)->{id} : 0;
 my $r2 = must_open('?last_event_id=', key => new_key('ev_pol'), path => "/events?last_event_id=$ping_id");
 my (undef, $rid_s2) = call('ev_ping', $k1);
 ok(wait_run($r2, $rid_s2), '?last_event_id=: then a new call');
-is_deeply([ rids(runs($r2)) ], [ $rid_s1, $rid_s2 ], '?last_event_id=: exactly the later events');
+is_deeply([ rids(runs($r2)) ], [ $rid_mcp, $rid_s1, $rid_s2 ], '?last_event_id=: exactly the later events');
 my $r3 = must_open('a Last-Event-ID that is not a number', key => new_key('ev_pol'),
 	headers => { 'Last-Event-ID' => 'abc' });
 my (undef, $rid_s3) = call('ev_ping', $k1);
