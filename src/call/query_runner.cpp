@@ -26,9 +26,12 @@
 #include "pg/pg_headers.hpp"
 extern "C" {
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlogrecovery.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
 #include "pgstat.h"
+#include "replication/walreceiver.h"
 #include "utils/guc.h"
 #include "storage/lmgr.h"
 #include "utils/inval.h"
@@ -561,7 +564,7 @@ void record_call(const CachedQuery &query, const CachedPolicy &policy, const Cal
 
 } // namespace
 
-ApiError QueryRunner::ready()
+ApiError QueryRunner::ready(Role *role)
 {
     State &s = *state_;
     ApiError error;
@@ -570,6 +573,20 @@ ApiError QueryRunner::ready()
         if (!s.cache.refresh())
             error = api_errors::make(error_code::unavailable,
                                      "querygate is not installed in this database");
+        if (role != nullptr)
+            pg::guard([role] {
+                role->standby = RecoveryInProgress();
+                if (!role->standby)
+                    return;
+                const XLogRecPtr received = GetWalRcvFlushRecPtr(nullptr, nullptr);
+                const XLogRecPtr replayed = GetXLogReplayRecPtr(nullptr);
+                role->replay_lag_bytes =
+                    received > replayed ? static_cast<long long>(received - replayed) : 0;
+                const TimestampTz last = GetLatestXTime();
+                if (last != 0)
+                    role->replayed_ago_s =
+                        static_cast<double>(GetCurrentTimestamp() - last) / USECS_PER_SEC;
+            });
         MemoryContextSwitchTo(s.request_context); // outlives the transaction's contexts
         pg::guard([] {
             PopActiveSnapshot();
@@ -754,7 +771,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         } else if (ApiError refused = s.may_run_as(*caller.policy); refused.set()) {
             result.error = std::move(refused);
         } else if (hand_off && !request.stream &&
-                   s.plans.known_write(*query, caller.policy->run_as)) {
+                   s.plans.known_write(*query, caller.policy->run_as) && !RecoveryInProgress()) {
             // A write planned here before: the helper plans and decides it again, so this worker
             // need not (its role, plan and decision cost about as much as the rest of the check).
             result.for_helper = true;
@@ -770,6 +787,12 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
             if (entry.analysis->write_ops != 0 && !settings::allow_writes) {
                 result.error =
                     api_errors::make(error_code::read_only, "writes are turned off on this server");
+            } else if (entry.analysis->write_ops != 0 && RecoveryInProgress()) {
+                // A hot standby answers reads; a write would fail as the transaction turns
+                // read-write. Said as what it is, and where to go.
+                result.error = api_errors::make(
+                    error_code::read_only_replica,
+                    "this server is a hot standby: calls that write go to the primary");
             } else if (decision.refused()) {
                 result.error = api_errors::make(decision.refusal, decision.refusal_message);
             } else if (request.stream && entry.analysis->write_ops != 0) {

@@ -36,8 +36,16 @@ class QueryRunner {
     // querygate.group_commit on, whose writes wait for no flush in the worker anyway.
     CallResult run(const CallRequest &request, bool may_hand_off = false);
     // For GET /ready: whether a call could be served now, that is, a transaction starts and the
-    // catalog is loaded (the extension installed). An error (503 unavailable) when not.
-    ApiError ready();
+    // catalog is loaded (the extension installed). An error (503 unavailable) when not. What the
+    // server is: a primary, or a hot standby and how far its replay is behind.
+    struct Role {
+        bool standby = false;
+        // A standby's: WAL received and not yet replayed, in bytes, and how long ago the last
+        // transaction it replayed committed on the primary, in seconds (-1: none yet).
+        long long replay_lag_bytes = 0;
+        double replayed_ago_s = -1;
+    };
+    ApiError ready(Role *role = nullptr);
     // For GET /openapi.json and GET /catalog: what the request's key or token may call
     // (call/api_describer.hpp), after the same authentication and limits a call has; the
     // caller's limits in `limits` (what the headers say).

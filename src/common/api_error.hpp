@@ -87,6 +87,8 @@ inline constexpr ErrorCode overloaded{503, "overloaded"};
 // A connection over querygate.max_connections_per_ip or querygate.max_connections, answered as it
 // is accepted and closed.
 inline constexpr ErrorCode too_many_connections{503, "too_many_connections"};
+// A call that writes, on a hot standby (in recovery): writes go to the primary.
+inline constexpr ErrorCode read_only_replica{503, "read_only_replica"};
 // As many exports as querygate.max_exports allows are being written or sent (export_file.hpp).
 inline constexpr ErrorCode too_many_exports{503, "too_many_exports"};
 // GET /events: this worker holds querygate.max_event_streams streams already.
@@ -138,7 +140,8 @@ inline constexpr ErrorCode all[] = {invalid_body,
                                     origin_not_allowed,
                                     events_not_granted,
                                     too_many_streams,
-                                    streams_full};
+                                    streams_full,
+                                    read_only_replica};
 
 } // namespace error_code
 

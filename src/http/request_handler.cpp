@@ -611,12 +611,30 @@ void RequestHandler::handle_health(HttpResponse &response, const char *status)
 // /ready: a transaction starts and the catalog is loaded, so calls can be served.
 void RequestHandler::handle_ready(HttpResponse &response, const std::string &id)
 {
-    ApiError not_ready = runner_.ready();
+    QueryRunner::Role role;
+    ApiError not_ready = runner_.ready(&role);
     if (not_ready.set()) {
         write_error(response, not_ready, id);
         return;
     }
     handle_health(response, "ready");
+    // What a load balancer routes by: a primary takes writes; a standby answers reads, this far
+    // behind (a check can match "role":"primary" in the body).
+    response.body.pop_back();
+    if (!role.standby) {
+        response.body.append(",\"role\":\"primary\"}");
+        return;
+    }
+    response.body.append(",\"role\":\"standby\",\"replay_lag_bytes\":")
+        .append(std::to_string(role.replay_lag_bytes))
+        .append(",\"replayed_ago_s\":");
+    if (role.replayed_ago_s < 0) {
+        response.body.append("null}");
+    } else {
+        char seconds[32];
+        std::snprintf(seconds, sizeof(seconds), "%.3f", role.replayed_ago_s);
+        response.body.append(seconds).append("}");
+    }
 }
 
 // /metrics: what every worker counted, in the Prometheus text format. Never public by default:

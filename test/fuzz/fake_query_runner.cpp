@@ -21,7 +21,7 @@ QueryRunner::~QueryRunner() = default;
 
 void QueryRunner::start() {}
 
-ApiError QueryRunner::ready()
+ApiError QueryRunner::ready(Role *)
 {
     return ApiError();
 }

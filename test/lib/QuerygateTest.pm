@@ -119,7 +119,8 @@ sub start
 	my $name = $o{name} // 'main';
 	my $preload = $o{preload} // 1;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
+	# allows_streaming => 1: a primary that standbys can stream from (see standby below)
+	$node->init(allows_streaming => $o{allows_streaming} // 0);
 	my $http_port = PostgreSQL::Test::Cluster::get_free_port();
 	my $conf = "timezone = 'UTC'\nlog_min_messages = info\n";
 	if ($preload)
@@ -149,6 +150,31 @@ sub start
 		  unless $ok;
 	}
 	return $self;
+}
+
+# A hot standby of this server (started with allows_streaming => 1), streaming from it: made from
+# a fresh base backup, with the primary's settings but an HTTP port of its own; started, and its
+# workers answering GET /health. Returns it as a QuerygateTest.
+sub standby
+{
+	my ($self, %o) = @_;
+	my $name = $o{name} // 'standby';
+	my $primary = $self->{node};
+	$primary->backup("${name}_backup");
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init_from_backup($primary, "${name}_backup", has_streaming => 1);
+	my $http_port = PostgreSQL::Test::Cluster::get_free_port();
+	$node->append_conf('postgresql.conf', "querygate.port = $http_port\n" . ($o{conf} // ''));
+	$node->start;
+	my $standby = bless {
+		node => $node,
+		port => $http_port,
+		http => HTTP::Tiny->new(keep_alive => 1, timeout => timeouts(60)),
+		keyn => 0,
+	}, ref $self;
+	BAIL_OUT("the standby's querygate did not answer GET /health within ${POLL_TIMEOUT}s")
+	  unless $standby->wait_health;
+	return $standby;
 }
 
 sub node { return $_[0]{node}; }

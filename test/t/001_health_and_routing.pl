@@ -54,7 +54,7 @@ $qg->expect_rows($res, [ { one => 1 } ], 'GET /q/one after CREATE EXTENSION');
 $res = $qg->get('/health');
 is($res->{status} . ' ' . ($res->{content} // ''), qq{200 {"status":"ok","version":"$version"}},
 	'GET /health: exact body after CREATE EXTENSION');
-is(scalar(grep { my $r = $qg->get('/ready'); "$r->{status} $r->{content}" eq qq{200 {"status":"ready","version":"$version"}} } 1 .. 10),
+is(scalar(grep { my $r = $qg->get('/ready'); "$r->{status} $r->{content}" eq qq{200 {"status":"ready","version":"$version","role":"primary"}} } 1 .. 10),
 	10, 'GET /ready: 200 after CREATE EXTENSION, 10 times in a row');
 $qg->expect_error($qg->post('/ready', {}), 405, 'method_not_allowed', 'POST /ready');
 is($qg->post('/live', {})->{headers}{allow}, 'GET, HEAD', 'POST /live: 405 with Allow: GET, HEAD');
