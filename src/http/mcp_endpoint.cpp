@@ -122,7 +122,11 @@ RequestHandler::call_tool(const HttpRequest &request, const std::string &name,
     logged.policy = std::move(result.policy);
     note_result(logged, result);
     const ApiError &error = result.error;
-    if (error.set() && (error.status == 401 || error.status == 429 || error.status == 503)) {
+    // A write on a hot standby is this tool's refusal here (the agent may call it elsewhere),
+    // not a state that retrying changes.
+    const bool replica = error.code == error_code::read_only_replica.code;
+    if (error.set() && !replica &&
+        (error.status == 401 || error.status == 429 || error.status == 503)) {
         // The caller's key, its limits or the server's state: HTTP's answer, as for /q/{name}.
         write_error(response, error, id);
         add_limit_headers(response, result.limits);

@@ -7,8 +7,8 @@
 #   the standby as soon as it has replayed it: each is checked with one call right after the
 #   standby's replay reached the primary's position, with no polling (the catalog's invalidation
 #   messages replay with the WAL, and the workers take them at their next transaction).
-# - A call that writes on the standby is 503 read_only_replica, however often it comes; the same
-#   call on the primary writes.
+# - A call that writes on the standby is 503 read_only_replica, however often it comes (an MCP
+#   tools/call: the tool's error with that code); the same call on the primary writes.
 # - What querygate keeps is per node: rate limits are counted by each server for itself; the
 #   standby's statistics are its own calls; its run history waits in its ring (nothing can be
 #   written during recovery), and once it is promoted its writer saves what the ring holds.
@@ -90,6 +90,13 @@ for my $i (1 .. 4)
 }
 $standby->expect_error($standby->post('/q/sb_touch', { params => { id => 2 } }, key => $key), 503,
 	'read_only_replica', 'a POST that writes, on the standby');
+my $tool = $standby->post('/mcp', { jsonrpc => '2.0', id => 1, method => 'tools/call',
+	params => { name => 'sb_touch', arguments => { id => 1 } } }, key => $key);
+my $result = $tool->{json}{result} // {};
+is($tool->{status} . ' ' . ($result->{isError} ? 'isError' : 'not an error') . ' '
+	  . (($result->{content}[0]{text} // '') =~ /"code":"read_only_replica"/ ? 'read_only_replica' : 'another code'),
+	'200 isError read_only_replica', 'an MCP tools/call that writes, on the standby: the tool\'s error, not HTTP\'s')
+  or diag($tool->{content});
 is($primary->get('/q/sb_touch?id=1', key => $key)->{status}, 200, 'the same call on the primary writes');
 caught_up();
 $standby->expect_rows($standby->get('/q/sb_item?id=1', key => $key),
@@ -104,8 +111,8 @@ is("@standby_calls", '200 200 429', 'the standby counts the rate limit for itsel
 is("@primary_calls", '200 200 429', 'and the primary for itself, whatever the standby counted');
 
 # Statistics: the standby's are its own calls.
-is($standby->sql(q{SELECT calls FROM querygate.stat_queries WHERE query = 'sb_touch'}), '5',
-	"the standby's statistics count its own calls (the 5 refused writes)");
+is($standby->sql(q{SELECT calls FROM querygate.stat_queries WHERE query = 'sb_touch'}), '6',
+	"the standby's statistics count its own calls (the 6 refused writes)");
 is($primary->sql(q{SELECT calls FROM querygate.stat_queries WHERE query = 'sb_touch'}), '1',
 	"the primary's count its own (the one write)");
 
