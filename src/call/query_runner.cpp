@@ -45,6 +45,7 @@ extern "C" {
 #include "auth/secrets.hpp"
 #include "call/authenticate.hpp"
 #include "call/call_hygiene.hpp"
+#include "call/citus_settings.hpp"
 #include "call/catalog_cache.hpp"
 #include "call/row_output.hpp"
 #include "call/plan_cache.hpp"
@@ -209,6 +210,9 @@ void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &call
         if (claims != nullptr)
             (void)set_config_option("request.jwt.claims", claims, PGC_USERSET, PGC_S_SESSION,
                                     GUC_ACTION_LOCAL, true, 0, false);
+        // With Citus, its workers must see them too (citus_settings.hpp).
+        if ((tenant != nullptr || claims != nullptr) && citus_settings::loaded())
+            citus_settings::send_on();
         *nest = call_hygiene_begin();
         GetUserIdAndSecContext(user, context);
         // LOCAL_USERID_CHANGE also forbids SET ROLE inside the call.
@@ -829,6 +833,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         MemoryContextSwitchTo(s.request_context); // outlives the transaction's contexts
         pg::guard([] {
             PopActiveSnapshot();
+            citus_settings::before_commit();
             CommitTransactionCommand();
             call_hygiene_after();
             pgstat_report_activity(STATE_IDLE, nullptr);

@@ -8,6 +8,7 @@
 #include "pg/pg_guard.hpp"
 extern "C" {
 #include "catalog/pg_collation.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
@@ -316,6 +317,22 @@ QUERYGATE_SQL_FUNCTION(querygate_set_jwks)
     PG_RETURN_VOID();
 }
 
+// Whether `column` is the column Citus distributes `table` by (false without Citus). Inside SPI.
+static bool citus_distribution_column(Oid table, const char *column)
+{
+    if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+        return false;
+    Oid types[2] = {OIDOID, TEXTOID};
+    Datum values[2] = {ObjectIdGetDatum(table), CStringGetTextDatum(column)};
+    if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid "
+                              "OPERATOR(pg_catalog.=) $1 AND partmethod OPERATOR(pg_catalog.<>) "
+                              "'n' AND pg_catalog.column_to_column_name(logicalrelid, partkey) "
+                              "OPERATOR(pg_catalog.=) $2",
+                              2, types, values, nullptr, true, 1) != SPI_OK_SELECT)
+        elog(ERROR, "querygate: could not read Citus's pg_dist_partition");
+    return SPI_processed > 0;
+}
+
 QUERYGATE_SQL_FUNCTION(querygate_isolate_tenant)
 {
     require_admin();
@@ -351,9 +368,21 @@ QUERYGATE_SQL_FUNCTION(querygate_isolate_tenant)
                             GUC_ACTION_SAVE, true, 0, false);
     if (SPI_connect() != SPI_OK_CONNECT)
         elog(ERROR, "querygate: SPI_connect failed");
-    for (const char *sql : statements)
+    // Citus refuses any change to the column a table is distributed by, its default included
+    // ("cannot execute ALTER TABLE command involving partition column"). Tenants by the
+    // distribution column are how Citus shards them, so there the default is left out: a row is
+    // written with its tenant named, and the policy's WITH CHECK still refuses another tenant's.
+    const bool distribution_column = citus_distribution_column(table, column);
+    for (const char *sql : statements) {
+        if (distribution_column && sql == statements[4]) {
+            ereport(NOTICE, (errmsg("\"%s\" is the column Citus distributes %s by: no default "
+                                    "is set, and rows must name their tenant",
+                                    column, qualified)));
+            continue;
+        }
         if (SPI_execute(sql, false, 0) < 0)
             elog(ERROR, "querygate: could not run \"%s\"", sql);
+    }
     SPI_finish();
     AtEOXact_GUC(true, nest);
     PG_RETURN_VOID();
