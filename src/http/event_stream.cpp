@@ -133,7 +133,7 @@ Clock::time_point Streams::keep_alive(Clock::time_point now, Clock::duration int
     Clock::time_point next = Clock::time_point::max();
     for (const auto &s : streams_) {
         s->keep_alive(now, interval);
-        next = std::min(next, s->keep_alive_due(interval));
+        next = std::min(next, s->keep_alive_due(now, interval));
     }
     return next;
 }

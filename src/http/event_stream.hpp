@@ -68,10 +68,13 @@ class Stream : public StreamBody {
     const CallRequest &credentials() const { return credentials_; }
     const Audience &audience() const { return audience_; }
     void set_audience(Audience audience) { audience_ = std::move(audience); }
-    // When nothing has been sent for an interval, a keep-alive is due.
-    Clock::time_point keep_alive_due(Clock::duration interval) const
+    // When a keep-alive is due: an interval after the last bytes sent. None while text waits to
+    // be sent (a client that reads slowly), nor once it ends: an interval from `now` then, so that
+    // a stream that cannot take a keep-alive never makes one due at once, again and again.
+    Clock::time_point keep_alive_due(Clock::time_point now, Clock::duration interval) const
     {
-        return last_sent_ + interval;
+        return ending_ || aborted_ || waiting_.size() > sent_ ? now + interval
+                                                              : last_sent_ + interval;
     }
 
   private:

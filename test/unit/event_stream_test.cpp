@@ -117,15 +117,26 @@ int main()
     auto d = std::make_shared<event_stream::Stream>(CallRequest(), audience("key:3", {"x"}), 9, t0);
     event_stream::Streams quiet;
     quiet.add(d);
-    ok(quiet.keep_alive(t0 + std::chrono::seconds(5), interval) == t0 + interval,
-       "the next keep-alive is due an interval after the stream opened");
-    ok(d->ready(), "(its retry still waits)");
+    ok(d->ready(), "(its retry waits)");
     drain(*d);
+    const auto due = quiet.keep_alive(t0 + std::chrono::seconds(5), interval);
+    ok(due >= t0 + interval && due < t0 + interval + std::chrono::seconds(1),
+       "the next keep-alive is due an interval after the stream last sent");
     const auto later = Clock::now() + interval;
     quiet.keep_alive(later, interval);
     quiet.keep_alive(later + std::chrono::seconds(1), interval);
     is(drain(*d), std::string(": keep-alive\n\n"),
        "a stream silent for an interval gets a comment, and not another a second later");
+
+    // A stream whose text waits (its client reads slowly) makes no keep-alive due before an
+    // interval from now, however long ago it last sent: the worker does not spin on it.
+    auto waiting =
+        std::make_shared<event_stream::Stream>(CallRequest(), audience("key:6", {"x"}), 0, t0);
+    event_stream::Streams slow_reader;
+    slow_reader.add(waiting);
+    const auto much_later = t0 + std::chrono::hours(1);
+    ok(slow_reader.keep_alive(much_later, interval) == much_later + interval,
+       "a stream with text waiting: the next keep-alive is an interval from now, not overdue");
 
     // Its end: said, then the body ends; nothing more is added.
     d->end("unauthorized");
