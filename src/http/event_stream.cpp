@@ -38,6 +38,15 @@ long Stream::read(char *buf, std::size_t max)
     return static_cast<long>(n);
 }
 
+void Stream::closed()
+{
+    if (gone_)
+        return;
+    gone_ = true;
+    if (gone_count_ != nullptr)
+        ++*gone_count_;
+}
+
 bool Stream::ready() const
 {
     return aborted_ || ending_ || waiting_.size() > sent_;
@@ -148,7 +157,9 @@ void catch_up(const run_events::Ring &ring, Stream &stream)
 {
     Streams one;
     // The stream is given to a registry of its own for the time of the catch-up: the same
-    // matching and gaps as every later round. A shared_ptr that does not own it.
+    // matching and gaps as every later round. A shared_ptr that does not own it; its own
+    // registry's count is given back after.
+    std::size_t *registry = stream.gone_count_;
     one.add(std::shared_ptr<Stream>(std::shared_ptr<Stream>(), &stream));
     // Up to the newest event now: writers may go on adding, and the worker's rounds take the rest.
     const std::uint64_t newest = ring.last.load(std::memory_order_acquire);
@@ -161,6 +172,7 @@ void catch_up(const run_events::Ring &ring, Stream &stream)
         one.deliver(batch);
         seen = batch.events.empty() ? batch.missed_to : batch.events.back().id;
     }
+    stream.gone_count_ = registry;
 }
 
 } // namespace event_stream

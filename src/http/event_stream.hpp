@@ -48,7 +48,7 @@ class Stream : public StreamBody {
 
     long read(char *buf, std::size_t max) override;
     bool ready() const override;
-    void closed() override { gone_ = true; }
+    void closed() override;
 
     // Appends an event it may see, or a gap, unless it had them already.
     void add(const run_events::Event &event, const std::string &text);
@@ -89,6 +89,9 @@ class Stream : public StreamBody {
     bool ending_ = false;
     bool aborted_ = false;
     bool gone_ = false;
+    std::size_t *gone_count_ = nullptr; // its registry's count of streams gone since a sweep
+    friend class Streams;
+    friend void catch_up(const run_events::Ring &ring, Stream &stream);
 };
 
 // A worker's streams.
@@ -96,15 +99,23 @@ class Streams {
   public:
     // Room for one more, so that add() cannot fail.
     void reserve_one() { streams_.reserve(streams_.size() + 1); }
-    void add(std::shared_ptr<Stream> stream) { streams_.push_back(std::move(stream)); }
+    void add(std::shared_ptr<Stream> stream)
+    {
+        stream->gone_count_ = &gone_;
+        streams_.push_back(std::move(stream));
+    }
     std::size_t size() const { return streams_.size(); }
     bool empty() const { return streams_.empty(); }
     // The streams, for checking them again against the catalog.
     const std::vector<std::shared_ptr<Stream>> &all() const { return streams_; }
 
     // Forgets the streams whose connections are gone, calling `release` with each one's subject.
+    // Looks at them only when one has gone since the last sweep.
     template <typename Release> void sweep(Release release)
     {
+        if (gone_ == 0)
+            return;
+        gone_ = 0;
         std::size_t kept = 0;
         for (std::size_t i = 0; i < streams_.size(); i++) {
             if (streams_[i]->gone())
@@ -126,6 +137,7 @@ class Streams {
   private:
     std::vector<std::shared_ptr<Stream>> streams_;
     std::vector<std::string> texts_; // reused: each event's text, made once a round
+    std::size_t gone_ = 0;           // streams whose connections went since the last sweep
 };
 
 // What a new stream missed after its last_id (a client that comes back with Last-Event-ID) and

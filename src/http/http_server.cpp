@@ -19,6 +19,7 @@
 #include <new>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -66,7 +67,9 @@ struct HttpServer::StreamState {
     HttpServer *server;
     MHD_Connection *conn;
     std::shared_ptr<StreamBody> body;
+    int fd = -1; // the connection's socket, watched for a hang-up while parked
     bool parked = false;
+    bool hung_up = false; // the client went while it was parked: closed at its next read
 };
 
 namespace {
@@ -354,6 +357,8 @@ struct HttpServer::Callbacks {
     static ssize_t stream_read(void *cls, uint64_t, char *buf, size_t max)
     {
         auto *s = static_cast<HttpServer::StreamState *>(cls);
+        if (s->hung_up)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
         long n = StreamBody::aborted;
         try {
             n = s->body->read(buf, max);
@@ -486,6 +491,9 @@ bool HttpServer::send_stream(MHD_Connection *conn, HttpResponse &resp)
     // Room to park every stream, made now: parking happens inside libmicrohttpd's callback.
     parked_.reserve(streams_ + 1);
     auto *state = new StreamState{this, conn, std::move(resp.stream)};
+    if (const MHD_ConnectionInfo *fd =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD))
+        state->fd = fd->connect_fd;
     // Unknown size: sent chunked (HTTP/1.1), each read a chunk.
     MHD_Response *r = MHD_create_response_from_callback(
         MHD_SIZE_UNKNOWN, 4096, &Callbacks::stream_read, state, &Callbacks::stream_free);
@@ -502,11 +510,31 @@ bool HttpServer::send_stream(MHD_Connection *conn, HttpResponse &resp)
     return queued;
 }
 
+std::size_t HttpServer::close_hung_up()
+{
+    // One poll() for every parked socket: readable with nothing to read but its end (POLLRDHUP),
+    // or broken. A stream's client sends nothing after its request, so any of these is its end.
+    if (parked_.empty())
+        return 0;
+    hangup_fds_.resize(parked_.size());
+    for (std::size_t i = 0; i < parked_.size(); i++)
+        hangup_fds_[i] = pollfd{parked_[i]->fd, POLLRDHUP, 0};
+    if (::poll(hangup_fds_.data(), hangup_fds_.size(), 0) <= 0)
+        return 0;
+    std::size_t gone = 0;
+    for (std::size_t i = 0; i < parked_.size(); i++)
+        if (hangup_fds_[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) {
+            parked_[i]->hung_up = true;
+            gone++;
+        }
+    return gone;
+}
+
 std::size_t HttpServer::wake_streams()
 {
     std::size_t kept = 0, woken = 0;
     for (StreamState *stream : parked_) {
-        if (stream->body->ready()) {
+        if (stream->hung_up || stream->body->ready()) {
             stream->parked = false;
             MHD_resume_connection(stream->conn);
             woken++;

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include <poll.h>
 #include <sys/socket.h>
 
 struct MHD_Daemon;
@@ -146,6 +147,10 @@ class HttpServer {
     // is ready() (the next run() sends), and returns how many. Streams still open when the server
     // is destroyed are closed.
     std::size_t wake_streams();
+    // Marks the parked streams whose clients have gone (one poll() of their sockets), so that the
+    // next wake_streams() closes them; how many. Without it a client that leaves is found only
+    // when its stream next sends.
+    std::size_t close_hung_up();
     std::size_t streams() const { return streams_; }
 
     void set_max_body_size(std::size_t bytes) { max_body_size_ = bytes; }
@@ -166,6 +171,7 @@ class HttpServer {
     // Queues a stream's answer (resp.stream); false when it could not be.
     bool send_stream(MHD_Connection *conn, HttpResponse &resp);
     std::vector<StreamState *> parked_;
+    std::vector<struct pollfd> hangup_fds_; // reused by close_hung_up()
     std::size_t streams_ = 0;
     // Holds a made response until `mark` is flushed (suspended), or false when no hold applies.
     bool hold(MHD_Connection *conn, RequestState *state, HttpResponse &resp);

@@ -49,5 +49,6 @@ class EventPump {
     std::int64_t next_expiry_us_ = 0; // the earliest key or token end among the streams; 0: none
     Clock::time_point last_round_{};
     Clock::time_point next_keep_alive_{}; // the earliest a stream's keep-alive is due
-    bool deferred_ = false;               // events wait for min_gap to pass
+    Clock::time_point next_hang_up_check_{};
+    bool deferred_ = false; // events wait for min_gap to pass
 };
