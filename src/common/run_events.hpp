@@ -1,6 +1,6 @@
-// Run events for GET /events (issue 18, point 3): a ring
-// of the last calls' outcomes in shared memory, written by every worker after each call and read
-// by every worker for the event streams it holds, and their text as server-sent events.
+// Run events for GET /events: a ring of the last calls' outcomes in shared memory, written by
+// every worker after each call and read by every worker for the event streams it holds
+// (http/event_stream.hpp), and their text as server-sent events.
 //
 // Plain C++ over a block of memory the PostgreSQL side provides (ShmemInitStruct): the ring's
 // layout is fixed-size and address-free (std::atomic<uint64_t> is lock-free here), so the same
