@@ -24,6 +24,15 @@ bool last_event_id(const HttpRequest &request, std::uint64_t &id)
     return false;
 }
 
+// A stream refused for want of room (a worker's streams, or a key's): nothing is wrong with the
+// request, and a place may be free in a second.
+void refuse_for_room(HttpResponse &response, const ErrorCode &code, const char *message,
+                     const std::string &id)
+{
+    write_error(response, api_errors::make(code, message), id);
+    response.add_header("Retry-After", "1");
+}
+
 } // namespace
 
 void RequestHandler::handle_events(const HttpRequest &request, HttpResponse &response,
@@ -56,12 +65,10 @@ void RequestHandler::handle_events(const HttpRequest &request, HttpResponse &res
     if (refused_without_credentials(call, response, id))
         return;
     if (streams_->size() >= static_cast<std::size_t>(settings::max_event_streams)) {
-        write_error(response,
-                    api_errors::make(error_code::streams_full,
-                                     "this worker holds as many event streams as "
-                                     "querygate.max_event_streams allows"),
-                    id);
-        response.add_header("Retry-After", "1");
+        refuse_for_room(response, error_code::streams_full,
+                        "this worker holds as many event streams as "
+                        "querygate.max_event_streams allows",
+                        id);
         return;
     }
     event_stream::Audience audience;
@@ -83,12 +90,10 @@ void RequestHandler::handle_events(const HttpRequest &request, HttpResponse &res
     streams_->reserve_one();
     const std::string &subject = stream->audience().subject;
     if (!runner_.take_stream(subject)) {
-        write_error(response,
-                    api_errors::make(error_code::too_many_streams,
-                                     "this key holds as many event streams as "
-                                     "querygate.max_event_streams_per_key allows"),
-                    id);
-        response.add_header("Retry-After", "1");
+        refuse_for_room(response, error_code::too_many_streams,
+                        "this key holds as many event streams as "
+                        "querygate.max_event_streams_per_key allows",
+                        id);
         return;
     }
     // Counted from here: given back once the connection is gone (Streams::sweep), when the

@@ -134,12 +134,7 @@ sub start
 	$node->append_conf('postgresql.conf', $conf);
 	$node->start;
 
-	my $self = bless {
-		node => $node,
-		port => $http_port,
-		http => HTTP::Tiny->new(keep_alive => 1, timeout => timeouts(60)),
-		keyn => 0,
-	}, $class;
+	my $self = $class->_wrap($node, $http_port);
 
 	$node->safe_psql('postgres', 'CREATE EXTENSION querygate') if $o{extension} // 1;
 	# wait_health => 0: the caller waits its own way (over TLS, say)
@@ -150,6 +145,18 @@ sub start
 		  unless $ok;
 	}
 	return $self;
+}
+
+# A started node and its HTTP port, as a QuerygateTest.
+sub _wrap
+{
+	my ($class, $node, $http_port) = @_;
+	return bless {
+		node => $node,
+		port => $http_port,
+		http => HTTP::Tiny->new(keep_alive => 1, timeout => timeouts(60)),
+		keyn => 0,
+	}, $class;
 }
 
 # A hot standby of this server (started with allows_streaming => 1), streaming from it: made from
@@ -166,12 +173,7 @@ sub standby
 	my $http_port = PostgreSQL::Test::Cluster::get_free_port();
 	$node->append_conf('postgresql.conf', "querygate.port = $http_port\n" . ($o{conf} // ''));
 	$node->start;
-	my $standby = bless {
-		node => $node,
-		port => $http_port,
-		http => HTTP::Tiny->new(keep_alive => 1, timeout => timeouts(60)),
-		keyn => 0,
-	}, ref $self;
+	my $standby = (ref $self)->_wrap($node, $http_port);
 	BAIL_OUT("the standby's querygate did not answer GET /health within ${POLL_TIMEOUT}s")
 	  unless $standby->wait_health;
 	return $standby;

@@ -262,6 +262,21 @@ sub must_open
 	return $s;
 }
 
+# Opens a stream with a new key of ev_pol, again and again until one opens (a worker gives a place
+# back a moment after its connection closes) or $timeout passes: (whether it opened, the last try).
+sub open_when_free
+{
+	my ($timeout) = @_;
+	my $s;
+	my $ok = QuerygateTest::poll_until(sub {
+		$s = open_stream(key => new_key('ev_pol'));
+		return 1 if ($s->{status} // '') eq '200';
+		close_stream($s);
+		return 0;
+	}, $timeout);
+	return ($ok, $s);
+}
+
 # An open stream's refusal as expect_error sees it.
 sub refused { my ($s) = @_; close_stream($s); return $s; }
 
@@ -600,22 +615,12 @@ ok(QuerygateTest::poll_until(sub {
 $qg->expect_error(refused($p2), 503, 'streams_full', 'past max_event_streams') if $p2;
 is($p2 ? $p2->{headers}{'retry-after'} : undef, '1', 'with Retry-After: 1');
 close_stream($p1) if $p1;
-my $p3;
-ok(QuerygateTest::poll_until(sub {
-	$p3 = open_stream(key => new_key('ev_pol'));
-	return 1 if ($p3->{status} // '') eq '200';
-	close_stream($p3);
-	return 0;
-}, timeouts(10)), 'the one stream closed: a new one opens');
+my ($opened, $p3) = open_when_free(timeouts(10));
+ok($opened, 'the one stream closed: a new one opens');
 $qg->expect_error(refused(open_stream(key => new_key('ev_pol'))), 503, 'streams_full', 'and the one after it is refused');
 $qg->sql('ALTER SYSTEM RESET querygate.max_event_streams; SELECT pg_reload_conf()');
-my $p4;
-ok(QuerygateTest::poll_until(sub {
-	$p4 = open_stream(key => new_key('ev_pol'));
-	return 1 if ($p4->{status} // '') eq '200';
-	close_stream($p4);
-	return 0;
-}, timeouts(15)), 'reset: a second stream opens');
+(my $reopened, my $p4) = open_when_free(timeouts(15));
+ok($reopened, 'reset: a second stream opens');
 
 # ---------------------------------------------------------------- 9. stopping with streams open
 
