@@ -56,6 +56,14 @@ struct Shared {
 Shared *shared = nullptr;
 run_events::Ring *events = nullptr;
 
+// This process's events of the round, put in the ring together by flush(): the writers' spinlock
+// and the barrier after it are taken once a round, not once a call. Both are shared between the
+// workers' cores, and a call's put, lock and barrier were about 1% of a worker's time (perf, a
+// lookup at 32 connections: 62% of put's samples on the lock, 34% on the barrier). Plain data.
+constexpr std::size_t max_pending = 64;
+run_events::Event pending[max_pending];
+std::size_t pending_count = 0;
+
 // This process's open streams, by subject: given back when it exits.
 std::vector<std::string> *held = nullptr;
 bool exit_registered = false;
@@ -149,7 +157,10 @@ void put(const CallRecord &call) noexcept
 {
     if (events == nullptr)
         return;
-    run_events::Event e;
+    if (pending_count == max_pending)
+        flush();
+    run_events::Event &e = pending[pending_count++];
+    e = run_events::Event();
     e.at_us = (GetCurrentTimestamp() + (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY);
     e.status = call.status;
     e.duration_us = static_cast<std::uint32_t>(
@@ -158,10 +169,18 @@ void put(const CallRecord &call) noexcept
     copy_cut(e.query, sizeof(e.query), call.query);
     copy_cut(e.code, sizeof(e.code), call.code);
     copy_cut(e.request_id, sizeof(e.request_id), call.request_id);
+}
+
+void flush() noexcept
+{
+    if (events == nullptr || pending_count == 0)
+        return;
     SpinLockAcquire(&shared->writers);
-    run_events::put(*events, e);
+    for (std::size_t i = 0; i < pending_count; i++)
+        run_events::put(*events, pending[i]);
     SpinLockRelease(&shared->writers);
-    // The event before the look at who asks, as a sleeper asks before it looks at the ring: one
+    pending_count = 0;
+    // The events before the look at who asks, as a sleeper asks before it looks at the ring: one
     // of the two sees the other (a store then a load, which only a full barrier keeps in order).
     pg_memory_barrier();
     if (pg_atomic_read_u32(&shared->asking) == 0)

@@ -2,9 +2,10 @@
 // (common/run_events.hpp) that every worker writes after each call and reads for its streams, the
 // wake-up of workers that sleep with streams open, and the count of open streams per key.
 //
-// A call pays a spinlock around the copy of one event (about 200 bytes) and, only when another
-// worker sleeps with streams open, one SetLatch: a worker asks to be woken just before it sleeps,
-// and the first event after that wakes it once.
+// A call pays the copy of one event (about 200 bytes) into its worker's batch; the worker puts the
+// round's batch in the ring under a spinlock and, only when another worker sleeps with streams
+// open, sets its latch once: a worker asks to be woken just before it sleeps, and the first
+// batch after that wakes it.
 #pragma once
 
 #include "pg/pg_headers.hpp"
@@ -23,9 +24,13 @@ void shmem_init(); // from the shmem_startup hook
 // The ring, or null when querygate.event_buffer is 0 (events are off).
 const run_events::Ring *ring();
 
-// A call answered: its event, unless events are off. Never throws, never waits but for the
-// writers' spinlock.
+// A call answered: its event, unless events are off, kept in this process until flush() (or put
+// in the ring at once when 64 are kept). Never throws, never waits but for the writers' spinlock.
 void put(const CallRecord &call) noexcept;
+// Puts the events kept since the last flush in the ring, in the order they came, and wakes the
+// workers that asked. The worker calls it at the end of each round, before it reads the ring for
+// its own streams and before it sleeps, so an event waits at most for the rest of its round.
+void flush() noexcept;
 
 // Worker `worker` (0-based) sleeps with streams open: the next event sets its latch. Asked again
 // before each sleep (the wake-up is used up when it fires).

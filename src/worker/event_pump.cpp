@@ -139,7 +139,7 @@ bool EventPump::may_sleep()
     if (ring == nullptr || streams_.empty() || deferred_)
         return true;
     event_ring::wake_me(worker_load::mine());
-    // Asked before it looks (event_ring::put looks after it writes): an event that came in
+    // Asked before it looks (event_ring::flush looks after it writes): an event that came in
     // between is seen here, or wakes it.
     return ring->last.load(std::memory_order_acquire) == cursor_;
 }

@@ -31,6 +31,7 @@ extern "C" {
 #include "http/http_server.hpp"
 #include "http/listen_socket.hpp"
 #include "http/log_throttle.hpp"
+#include "call/event_ring.hpp"
 #include "call/query_runner.hpp"
 #include "call/stop_request.hpp"
 #include "pg/pg_guard.hpp"
@@ -339,6 +340,7 @@ void serve()
         }
         if (!server.holding())
             set_waiting(false);
+        event_ring::flush(); // the round's run events, before any stream reads the ring
         events_due = events.pump(AcceptGate::Clock::now(), stopping);
         worker_load::publish(server.connections());
         const auto round_end = AcceptGate::Clock::now();
