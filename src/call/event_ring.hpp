@@ -2,10 +2,10 @@
 // (common/run_events.hpp) that every worker writes after each call and reads for its streams, the
 // wake-up of workers that sleep with streams open, and the count of open streams per key.
 //
-// A call pays the copy of one event (about 200 bytes) into its worker's batch; the worker puts the
-// round's batch in the ring under a spinlock and, only when another worker sleeps with streams
-// open, sets its latch once: a worker asks to be woken just before it sleeps, and the first
-// batch after that wakes it.
+// A call pays the copy of one event (about 200 bytes) and, with streams open, a spinlock to put it
+// in the ring; with none open, its worker puts the round's events in at once. Only when another
+// worker sleeps with streams open is a latch set, once: a worker asks to be woken just before it
+// sleeps, and the first event after that wakes it.
 #pragma once
 
 #include "pg/pg_headers.hpp"
@@ -24,8 +24,9 @@ void shmem_init(); // from the shmem_startup hook
 // The ring, or null when querygate.event_buffer is 0 (events are off).
 const run_events::Ring *ring();
 
-// A call answered: its event, unless events are off, kept in this process until flush() (or put
-// in the ring at once when 64 are kept). Never throws, never waits but for the writers' spinlock.
+// A call answered: its event, unless events are off. Put in the ring at once while a stream is
+// open on any worker; otherwise kept in this process until flush() (or until 64 are kept), since
+// nobody waits for it. Never throws, never waits but for the writers' spinlock.
 void put(const CallRecord &call) noexcept;
 // Puts the events kept since the last flush in the ring, in the order they came, and wakes the
 // workers that asked. The worker calls it at the end of each round, before it reads the ring for
