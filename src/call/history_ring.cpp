@@ -1,5 +1,5 @@
-// The run history's ring: see history_ring.hpp. PostgreSQL side: a fixed array in shared memory,
-// a spinlock around the head and tail, an atomic ready flag per slot.
+// The run history's rings: see history_ring.hpp. PostgreSQL side: fixed arrays in shared memory,
+// one a worker, each with a head its worker moves and a tail the writer moves, on lines apart.
 #include "call/history_ring.hpp"
 
 #include "common/settings.hpp"
@@ -11,7 +11,6 @@ extern "C" {
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
-#include "storage/spin.h"
 #include "utils/timestamp.h"
 }
 
@@ -22,28 +21,45 @@ namespace history_ring {
 
 namespace {
 
-struct Slot {
-    pg_atomic_uint32 ready; // 1 once the producer has filled it, 0 once the writer has copied it
-    Record record;
+constexpr std::size_t line = 64; // a cache line: what one side writes is kept off the other's
+
+// One worker's ring. Positions only grow; a slot is position % capacity.
+struct alignas(line) Ring {
+    // Written by the worker alone.
+    pg_atomic_uint64 head; // next position to fill; records before it are whole
+    pg_atomic_uint64 dropped;
+    pg_atomic_uint64 skipped;
+    // Written by the writer alone.
+    alignas(line) pg_atomic_uint64 tail; // oldest position not yet freed
 };
 
 struct Shared {
-    slock_t mutex;
-    uint64 head;                    // next slot to reserve
-    uint64 tail;                    // oldest slot not yet freed
     pg_atomic_uint32 writer_procno; // the writer's PGPROC number, or UINT32_MAX
     pg_atomic_uint32 woken;         // the writer was woken and has not taken since
     pg_atomic_uint64 written;
-    pg_atomic_uint64 dropped;
-    pg_atomic_uint64 skipped;
+    pg_atomic_uint64 lost; // batches the writer could not save, and records from no worker's ring
 };
 
 constexpr uint32 no_writer = UINT32_MAX;
 
 Shared *shared = nullptr;
-Slot *slots = nullptr;
-uint64 capacity = 0;
+Ring *rings = nullptr;
+Record *records = nullptr; // nrings * capacity, ring by ring
+uint32 nrings = 0;
+uint64 capacity = 0;     // records a ring holds
+uint32 next_ring = 0;    // the writer's: the ring it looks at first
 uint64 sample_state = 0; // this process's xorshift, for querygate.history_sample_rate
+
+Record &slot(uint32 ring, uint64 pos)
+{
+    return records[static_cast<uint64>(ring) * capacity + pos % capacity];
+}
+
+// A worker's own count, which it alone writes: no locked instruction.
+void bump(pg_atomic_uint64 &count)
+{
+    pg_atomic_write_u64(&count, pg_atomic_read_u64(&count) + 1);
+}
 
 bool sampled_out(int status)
 {
@@ -60,24 +76,40 @@ bool sampled_out(int status)
 
 } // namespace
 
-template <std::size_t Room> void Text<Room>::set(std::string_view from) noexcept
+void Record::set_texts(const std::string_view (&from)[fields]) noexcept
 {
-    const std::size_t n = std::min(from.size(), Room - 1);
-    if (n > 0) // an empty view may have no data at all
-        std::memcpy(data, from.data(), n);
-    data[n] = '\0';
-    len = static_cast<uint16>(n);
+    static_assert(texts_room <= UINT16_MAX, "a length in 16 bits");
+    std::size_t at = 0;
+    for (std::size_t f = 0; f < fields; f++) {
+        std::string_view text = from[f];
+        if (text.size() >= room[f]) {
+            const bool whole = f == static_cast<std::size_t>(Field::masked) ||
+                               f == static_cast<std::size_t>(Field::params);
+            text = whole ? std::string_view() : text.substr(0, room[f] - 1);
+        }
+        if (!text.empty()) // an empty view may have no data at all
+            std::memcpy(texts + at, text.data(), text.size());
+        texts[at + text.size()] = '\0';
+        len[f] = static_cast<uint16>(text.size());
+        at += text.size() + 1;
+    }
 }
 
-template <std::size_t Room> void Text<Room>::set_whole(std::string_view from) noexcept
+char *Record::text_data(Field f)
 {
-    set(from.size() < Room ? from : std::string_view());
+    std::size_t at = 0;
+    for (std::size_t g = 0; g < static_cast<std::size_t>(f); g++)
+        at += len[g] + 1;
+    return texts + at;
 }
 
 std::size_t shmem_size()
 {
-    return add_size(MAXALIGN(sizeof(Shared)),
-                    mul_size(sizeof(Slot), static_cast<Size>(settings::history_buffer)));
+    const Size n = static_cast<Size>(std::max(settings::workers, 1));
+    const Size per_ring = static_cast<Size>(std::max(
+        1, (settings::history_buffer + settings::workers - 1) / std::max(settings::workers, 1)));
+    Size size = add_size(TYPEALIGN(line, sizeof(Shared)), mul_size(sizeof(Ring), n));
+    return add_size(add_size(size, line), mul_size(mul_size(sizeof(Record), per_ring), n));
 }
 
 void shmem_init()
@@ -85,19 +117,26 @@ void shmem_init()
     bool found = false;
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
     char *base = static_cast<char *>(ShmemInitStruct("querygate history", shmem_size(), &found));
-    shared = reinterpret_cast<Shared *>(base);
-    slots = reinterpret_cast<Slot *>(base + MAXALIGN(sizeof(Shared)));
-    capacity = static_cast<uint64>(settings::history_buffer);
+    nrings = static_cast<uint32>(std::max(settings::workers, 1));
+    capacity = static_cast<uint64>(std::max(1, (settings::history_buffer + settings::workers - 1) /
+                                                   std::max(settings::workers, 1)));
+    // The rings on lines of their own (ShmemInitStruct aligns to a cache line already: made sure).
+    char *at = reinterpret_cast<char *>(TYPEALIGN(line, base));
+    shared = reinterpret_cast<Shared *>(at);
+    at += TYPEALIGN(line, sizeof(Shared));
+    rings = reinterpret_cast<Ring *>(at);
+    records = reinterpret_cast<Record *>(at + sizeof(Ring) * nrings);
     if (!found) {
-        SpinLockInit(&shared->mutex);
-        shared->head = shared->tail = 0;
         pg_atomic_init_u32(&shared->writer_procno, no_writer);
         pg_atomic_init_u32(&shared->woken, 0);
         pg_atomic_init_u64(&shared->written, 0);
-        pg_atomic_init_u64(&shared->dropped, 0);
-        pg_atomic_init_u64(&shared->skipped, 0);
-        for (uint64 i = 0; i < capacity; i++)
-            pg_atomic_init_u32(&slots[i].ready, 0);
+        pg_atomic_init_u64(&shared->lost, 0);
+        for (uint32 i = 0; i < nrings; i++) {
+            pg_atomic_init_u64(&rings[i].head, 0);
+            pg_atomic_init_u64(&rings[i].dropped, 0);
+            pg_atomic_init_u64(&rings[i].skipped, 0);
+            pg_atomic_init_u64(&rings[i].tail, 0);
+        }
     }
     LWLockRelease(AddinShmemInitLock);
 }
@@ -106,21 +145,26 @@ void put(const CallRecord &call, int worker) noexcept
 {
     if (shared == nullptr || !settings::history)
         return;
+    if (worker < 1 || static_cast<uint32>(worker) > nrings) {
+        pg_atomic_fetch_add_u64(&shared->lost, 1); // not a worker: no ring of its own
+        return;
+    }
+    Ring &ring = rings[worker - 1];
     if (sampled_out(call.status)) {
-        pg_atomic_fetch_add_u64(&shared->skipped, 1);
+        bump(ring.skipped);
         return;
     }
-    SpinLockAcquire(&shared->mutex);
-    const uint64 used = shared->head - shared->tail;
-    const bool full = used >= capacity;
-    const uint64 pos = full ? 0 : shared->head++;
-    SpinLockRelease(&shared->mutex);
-    if (full) {
-        pg_atomic_fetch_add_u64(&shared->dropped, 1);
+    const uint64 head = pg_atomic_read_u64(&ring.head);
+    const uint64 used = head - pg_atomic_read_u64(&ring.tail);
+    if (used >= capacity) {
+        bump(ring.dropped);
         return;
     }
+    // The tail read before the slot is written: the writer is done with the slot only once it has
+    // moved the tail past it.
+    pg_memory_barrier();
 
-    Record &r = slots[pos % capacity].record;
+    Record &r = slot(static_cast<uint32>(worker - 1), head);
     r.duration_us = call.duration_us;
     r.at = GetCurrentTimestamp() - call.duration_us;
     r.revision = call.revision;
@@ -129,17 +173,13 @@ void put(const CallRecord &call, int worker) noexcept
     r.bytes = call.bytes;
     r.status = call.status;
     r.worker = worker;
-    r.request_id.set(call.request_id);
-    r.key.set(call.key);
-    r.policy.set(call.policy);
-    r.query.set(call.query);
-    r.code.set(call.code);
-    r.client.set(call.client);
-    // Made to fit by their maker (masked_room, params_room).
-    r.masked.set_whole(call.masked);
-    r.params.set_whole(call.params);
-    pg_write_barrier(); // the record before its flag
-    pg_atomic_write_u32(&slots[pos % capacity].ready, 1);
+    // The masked columns and the parameters are made to fit by their maker (masked_room,
+    // params_room); in the order of Field.
+    const std::string_view texts[fields] = {call.request_id, call.key,    call.policy, call.query,
+                                            call.code,       call.client, call.masked, call.params};
+    r.set_texts(texts);
+    pg_write_barrier(); // the record before the head that shows it
+    pg_atomic_write_u64(&ring.head, head + 1);
 
     // A quarter full: the writer need not wait for its interval. Once until it takes again.
     if ((used + 1) * 4 >= capacity && pg_atomic_exchange_u32(&shared->woken, 1) == 0) {
@@ -157,7 +197,7 @@ void register_writer()
 
 Record &Taken::operator[](std::size_t i) const
 {
-    return slots[(first_ + i) % capacity].record;
+    return slot(ring_, first_ + i);
 }
 
 Taken take(std::size_t most)
@@ -166,18 +206,21 @@ Taken take(std::size_t most)
     if (shared == nullptr)
         return taken;
     pg_atomic_write_u32(&shared->woken, 0);
-    SpinLockAcquire(&shared->mutex);
-    const uint64 tail = shared->tail;
-    const uint64 head = shared->head;
-    SpinLockRelease(&shared->mutex);
-    uint64 pos = tail;
-    // In order: a slot reserved but not yet filled stops the batch until the next pass.
-    for (; pos < head && pos - tail < most; pos++)
-        if (pg_atomic_read_u32(&slots[pos % capacity].ready) != 1)
-            break;
-    pg_read_barrier(); // the flags before the records
-    taken.first_ = tail;
-    taken.end_ = pos;
+    // The next ring with records, in turn from the one after the last taken: a busy worker's ring
+    // does not keep the others' waiting.
+    for (uint32 k = 0; k < nrings; k++) {
+        const uint32 i = (next_ring + k) % nrings;
+        const uint64 tail = pg_atomic_read_u64(&rings[i].tail);
+        const uint64 head = pg_atomic_read_u64(&rings[i].head);
+        if (head == tail)
+            continue;
+        pg_read_barrier(); // the head before the records it shows
+        taken.ring_ = i;
+        taken.first_ = tail;
+        taken.end_ = tail + std::min<uint64>(head - tail, most);
+        next_ring = (i + 1) % nrings;
+        break;
+    }
     return taken;
 }
 
@@ -185,12 +228,8 @@ void release(Taken &taken)
 {
     if (shared == nullptr || taken.empty())
         return;
-    for (uint64 pos = taken.first_; pos < taken.end_; pos++)
-        pg_atomic_write_u32(&slots[pos % capacity].ready, 0);
-    pg_memory_barrier(); // every slot read and freed before a producer may reserve it again
-    SpinLockAcquire(&shared->mutex);
-    shared->tail = taken.end_;
-    SpinLockRelease(&shared->mutex);
+    pg_memory_barrier(); // every slot read (and changed) before a producer may fill it again
+    pg_atomic_write_u64(&rings[taken.ring_].tail, taken.end_);
     taken.first_ = taken.end_;
 }
 
@@ -203,7 +242,7 @@ void saved(std::size_t n)
 void lost(std::size_t n)
 {
     if (shared != nullptr)
-        pg_atomic_fetch_add_u64(&shared->dropped, n);
+        pg_atomic_fetch_add_u64(&shared->lost, n);
 }
 
 metrics::HistoryStats stats()
@@ -211,12 +250,14 @@ metrics::HistoryStats stats()
     metrics::HistoryStats s;
     if (shared == nullptr)
         return s;
-    SpinLockAcquire(&shared->mutex);
-    s.buffered = shared->head - shared->tail;
-    SpinLockRelease(&shared->mutex);
     s.written = pg_atomic_read_u64(&shared->written);
-    s.dropped = pg_atomic_read_u64(&shared->dropped);
-    s.skipped = pg_atomic_read_u64(&shared->skipped);
+    s.dropped = pg_atomic_read_u64(&shared->lost);
+    for (uint32 i = 0; i < nrings; i++) {
+        const uint64 tail = pg_atomic_read_u64(&rings[i].tail);
+        s.buffered += pg_atomic_read_u64(&rings[i].head) - tail;
+        s.dropped += pg_atomic_read_u64(&rings[i].dropped);
+        s.skipped += pg_atomic_read_u64(&rings[i].skipped);
+    }
     return s;
 }
 

@@ -1,11 +1,13 @@
 // The shared table of call statistics: see stat_table.hpp. PostgreSQL side: dynahash in shared
 // memory, one LWLock for the table (shared to add to an entry, exclusive to make one or to reset)
-// and a spinlock per entry around its plain arithmetic. Between a lock's acquire and release there
+// and a spinlock per entry around its plain arithmetic; a process's kept counts in plain static
+// memory. Between a lock's acquire and release there
 // is nothing that can fail (HASH_ENTER_NULL), so no error can leave a lock held.
 #include "call/stat_table.hpp"
 
 #include "common/settings.hpp"
 #include "pg/pg_guard.hpp"
+#include "rules/call_totals.hpp"
 
 extern "C" {
 #include "port/atomics.h"
@@ -35,16 +37,7 @@ struct EntryKey {
 struct Entry {
     EntryKey key; // first: dynahash's key
     slock_t mutex;
-    uint64 calls;
-    uint64 by_code[metrics::code_slots];
-    uint64 rows;
-    uint64 bytes;
-    double total_s;
-    double min_s;
-    double max_s;
-    double mean_s; // Welford's running mean and sum of squared deviations, as pg_stat_statements
-    double m2;
-    uint64 buckets[metrics::duration_buckets];
+    CallTotals totals;
 };
 
 struct Shared {
@@ -56,6 +49,16 @@ const char tranche[] = "querygate statistics";
 Shared *shared = nullptr;
 HTAB *table = nullptr;
 
+// This process's kept counts (by_rounds): a round calls few pairs; more than this flushes early.
+constexpr int kept_most = 8;
+struct Kept {
+    EntryKey key;
+    CallTotals totals;
+};
+Kept kept[kept_most];
+int nkept = 0;
+bool rounds = false;
+
 EntryKey key_of(std::string_view query, std::string_view policy)
 {
     EntryKey k;
@@ -65,31 +68,6 @@ EntryKey key_of(std::string_view query, std::string_view policy)
     if (!policy.empty())
         std::memcpy(k.policy, policy.data(), std::min(policy.size(), name_bytes - 1));
     return k;
-}
-
-int bucket_of(double seconds)
-{
-    int i = 0;
-    while (i < metrics::duration_buckets - 1 && seconds > metrics::duration_bounds[i])
-        i++;
-    return i;
-}
-
-void add(Entry &e, const Call &call, int slot, int bucket, double seconds)
-{
-    SpinLockAcquire(&e.mutex);
-    e.calls++;
-    e.by_code[slot]++;
-    e.rows += call.rows;
-    e.bytes += call.bytes;
-    e.total_s += seconds;
-    e.min_s = e.calls == 1 ? seconds : std::min(e.min_s, seconds);
-    e.max_s = std::max(e.max_s, seconds);
-    const double delta = seconds - e.mean_s;
-    e.mean_s += delta / static_cast<double>(e.calls);
-    e.m2 += delta * (seconds - e.mean_s);
-    e.buckets[bucket]++;
-    SpinLockRelease(&e.mutex);
 }
 
 // The entry for key, made empty if there is none. Under the lock, exclusively. nullptr when the
@@ -103,11 +81,49 @@ Entry *find_or_make(const EntryKey &key)
     Entry *e = static_cast<Entry *>(hash_search(table, &key, HASH_ENTER_NULL, &found));
     if (e == nullptr || found)
         return e;
-    const EntryKey kept = e->key;
+    const EntryKey kept_key = e->key;
     std::memset(static_cast<void *>(e), 0, sizeof(Entry));
-    e->key = kept;
+    e->key = kept_key;
     SpinLockInit(&e->mutex);
     return e;
+}
+
+void merge_into(Entry &e, const CallTotals &totals)
+{
+    SpinLockAcquire(&e.mutex);
+    e.totals.merge(totals);
+    SpinLockRelease(&e.mutex);
+}
+
+// Adds totals to key's entry, made if need be; counted as unrecorded when the table is full or
+// its lock cannot be taken.
+void add_to_table(const EntryKey &key, const CallTotals &totals) noexcept
+{
+    try {
+        bool counted = false;
+        pg::guard([&] {
+            LWLockAcquire(shared->lock, LW_SHARED);
+            if (Entry *e = static_cast<Entry *>(hash_search(table, &key, HASH_FIND, nullptr))) {
+                merge_into(*e, totals);
+                counted = true;
+            }
+            LWLockRelease(shared->lock);
+            if (counted)
+                return;
+            LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+            if (Entry *e = find_or_make(key)) {
+                merge_into(*e, totals);
+                counted = true;
+            }
+            LWLockRelease(shared->lock);
+        });
+        if (!counted)
+            pg_atomic_fetch_add_u64(&shared->unrecorded, totals.calls);
+    } catch (...) {
+        // The lock could not be taken (an error PostgreSQL raised, which released it): the calls
+        // are counted as unrecorded rather than fail.
+        pg_atomic_fetch_add_u64(&shared->unrecorded, totals.calls);
+    }
 }
 
 } // namespace
@@ -148,32 +164,40 @@ void record(const Call &call) noexcept
     const EntryKey key = key_of(call.query, call.policy);
     const int slot = metrics::code_slot(call.code);
     const double seconds = static_cast<double>(std::max<int64>(call.duration_us, 0)) / 1e6;
-    const int bucket = bucket_of(seconds);
-    try {
-        bool counted = false;
-        pg::guard([&] {
-            LWLockAcquire(shared->lock, LW_SHARED);
-            if (Entry *e = static_cast<Entry *>(hash_search(table, &key, HASH_FIND, nullptr))) {
-                add(*e, call, slot, bucket, seconds);
-                counted = true;
-            }
-            LWLockRelease(shared->lock);
-            if (counted)
-                return;
-            LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-            if (Entry *e = find_or_make(key)) {
-                add(*e, call, slot, bucket, seconds);
-                counted = true;
-            }
-            LWLockRelease(shared->lock);
-        });
-        if (!counted)
-            pg_atomic_fetch_add_u64(&shared->unrecorded, 1);
-    } catch (...) {
-        // The lock could not be taken (an error PostgreSQL raised, which released it): the call
-        // is counted as unrecorded rather than fail.
-        pg_atomic_fetch_add_u64(&shared->unrecorded, 1);
+    if (!rounds) {
+        CallTotals one;
+        std::memset(&one, 0, sizeof(one));
+        one.add(slot, seconds, call.rows, call.bytes);
+        add_to_table(key, one);
+        return;
     }
+    int i = 0;
+    while (i < nkept && std::memcmp(&kept[i].key, &key, sizeof(key)) != 0)
+        i++;
+    if (i == nkept) {
+        if (nkept == kept_most) {
+            flush();
+            i = 0;
+        }
+        kept[i].key = key;
+        std::memset(&kept[i].totals, 0, sizeof(CallTotals));
+        nkept = i + 1;
+    }
+    kept[i].totals.add(slot, seconds, call.rows, call.bytes);
+}
+
+void by_rounds() noexcept
+{
+    rounds = true;
+}
+
+void flush() noexcept
+{
+    if (table == nullptr)
+        return;
+    for (int i = 0; i < nkept; i++)
+        add_to_table(kept[i].key, kept[i].totals);
+    nkept = 0;
 }
 
 std::vector<metrics::QueryStats> snapshot(uint64 &unrecorded)
@@ -182,6 +206,7 @@ std::vector<metrics::QueryStats> snapshot(uint64 &unrecorded)
     unrecorded = 0;
     if (table == nullptr)
         return out;
+    flush();
     // Copied as plain entries under the lock, where nothing may allocate: room for them is made
     // before, and if entries were made meanwhile, the copy is made again with more room.
     std::vector<Entry> copies;
@@ -215,16 +240,17 @@ std::vector<metrics::QueryStats> snapshot(uint64 &unrecorded)
         metrics::QueryStats q;
         q.query = e.key.query;
         q.policy = e.key.policy;
-        q.calls = e.calls;
-        std::copy(std::begin(e.by_code), std::end(e.by_code), q.by_code);
-        q.rows = e.rows;
-        q.bytes = e.bytes;
-        q.total_seconds = e.total_s;
-        q.min_seconds = e.min_s;
-        q.max_seconds = e.max_s;
-        q.mean_seconds = e.mean_s;
-        q.sum_sq_dev = e.m2;
-        std::copy(std::begin(e.buckets), std::end(e.buckets), q.buckets);
+        const CallTotals &t = e.totals;
+        q.calls = t.calls;
+        std::copy(std::begin(t.by_code), std::end(t.by_code), q.by_code);
+        q.rows = t.rows;
+        q.bytes = t.bytes;
+        q.total_seconds = t.total_s;
+        q.min_seconds = t.min_s;
+        q.max_seconds = t.max_s;
+        q.mean_seconds = t.mean_s;
+        q.sum_sq_dev = t.m2;
+        std::copy(std::begin(t.buckets), std::end(t.buckets), q.buckets);
         out.push_back(std::move(q));
     }
     std::sort(out.begin(), out.end(),
@@ -238,6 +264,7 @@ void reset()
 {
     if (table == nullptr)
         return;
+    nkept = 0;
     pg::guard([] {
         LWLockAcquire(shared->lock, LW_EXCLUSIVE);
         HASH_SEQ_STATUS scan;

@@ -114,9 +114,9 @@ void define_restart_only()
         &stat_entries, 5000, 100, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "querygate.history_buffer",
-        "Call records the shared ring holds until the writer saves them.",
-        "About 700 bytes of shared memory each. When it is full, new records are dropped and "
-        "counted; a call never waits for it.",
+        "Call records the workers' rings hold until the writer saves them.",
+        "Shared out evenly among the workers' rings; about 1.2 kB of shared memory each. When a "
+        "worker's ring is full, its new records are dropped and counted; a call never waits.",
         &history_buffer, 8192, 64, 1000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "querygate.event_buffer", "Run events kept in shared memory for GET /events.",

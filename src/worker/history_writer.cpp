@@ -58,11 +58,11 @@ MemoryContext batch_memory = nullptr;
 // The database's encoding may not hold what a caller put in a URL (the query's name), and a
 // name cut at its room may end inside a character: what is not valid becomes '?', so that no
 // invalid text is ever stored (a dump of it would not restore).
-template <std::size_t Room> void make_valid(history_ring::Text<Room> &text)
+void make_valid(history_ring::Record &r, history_ring::Field f)
 {
     const int encoding = GetDatabaseEncoding();
-    char *s = text.data;
-    const int len = text.len;
+    char *s = r.text_data(f);
+    const int len = static_cast<int>(r.text_len(f));
     for (int i = 0; i < len;) {
         const int valid = pg_encoding_verifymbstr(encoding, s + i, len - i);
         i += valid;
@@ -127,21 +127,21 @@ const char *const column_names[ncolumns] = {"at",     "request_id",     "key_nam
                                             "code",   "duration_ms",    "rows",           "bytes",
                                             "client", "worker",         "masked_columns", "params"};
 
-template <std::size_t Room> Datum text_of(const history_ring::Text<Room> &text)
+Datum text_of(const history_ring::Record &r, history_ring::Field f)
 {
-    return PointerGetDatum(cstring_to_text_with_len(text.data, text.len));
+    return PointerGetDatum(cstring_to_text_with_len(r.text_data(f), r.text_len(f)));
 }
 
-template <std::size_t Room> Datum text_or_null(const history_ring::Text<Room> &text, bool &isnull)
+Datum text_or_null(const history_ring::Record &r, history_ring::Field f, bool &isnull)
 {
-    isnull = text.empty();
-    return isnull ? Datum(0) : text_of(text);
+    isnull = r.text_len(f) == 0;
+    return isnull ? Datum(0) : text_of(r, f);
 }
 
-template <std::size_t Room> Datum jsonb_or_null(const history_ring::Text<Room> &text, bool &isnull)
+Datum jsonb_or_null(const history_ring::Record &r, history_ring::Field f, bool &isnull)
 {
-    isnull = text.empty();
-    return isnull ? Datum(0) : DirectFunctionCall1(jsonb_in, CStringGetDatum(text.data));
+    isnull = r.text_len(f) == 0;
+    return isnull ? Datum(0) : DirectFunctionCall1(jsonb_in, CStringGetDatum(r.text_data(f)));
 }
 
 // One record's values, by column, copied out of the ring.
@@ -153,28 +153,29 @@ struct Row {
 
 void form(Row &row, const history_ring::Record &r)
 {
+    using history_ring::Field;
     Datum *v = row.v;
     bool *null = row.null;
     for (int c = 0; c < ncolumns; c++)
         null[c] = false;
     v[col_at] = TimestampTzGetDatum(r.at);
-    v[col_request_id] = text_of(r.request_id);
-    v[col_key_name] = text_or_null(r.key, null[col_key_name]);
-    v[col_policy] = text_or_null(r.policy, null[col_policy]);
-    v[col_query] = text_of(r.query);
+    v[col_request_id] = text_of(r, Field::request_id);
+    v[col_key_name] = text_or_null(r, Field::key, null[col_key_name]);
+    v[col_policy] = text_or_null(r, Field::policy, null[col_policy]);
+    v[col_query] = text_of(r, Field::query);
     null[col_query_revision] = r.revision == 0;
     v[col_query_revision] = Int64GetDatum(r.revision);
     null[col_query_version] = r.version == 0;
     v[col_query_version] = Int32GetDatum(r.version);
     v[col_status] = Int16GetDatum(static_cast<int16>(r.status));
-    v[col_code] = text_or_null(r.code, null[col_code]);
+    v[col_code] = text_or_null(r, Field::code, null[col_code]);
     v[col_duration_ms] = Float8GetDatum(static_cast<double>(r.duration_us) / 1000.0);
     v[col_rows] = Int64GetDatum(static_cast<int64>(r.rows));
     v[col_bytes] = Int64GetDatum(static_cast<int64>(r.bytes));
-    v[col_client] = text_or_null(r.client, null[col_client]);
+    v[col_client] = text_or_null(r, Field::client, null[col_client]);
     v[col_worker] = Int32GetDatum(r.worker);
-    v[col_masked_columns] = jsonb_or_null(r.masked, null[col_masked_columns]);
-    v[col_params] = jsonb_or_null(r.params, null[col_params]);
+    v[col_masked_columns] = jsonb_or_null(r, Field::masked, null[col_masked_columns]);
+    v[col_params] = jsonb_or_null(r, Field::params, null[col_params]);
 }
 
 // Inserts rows into one relation (a partition of querygate.history), as COPY FROM does, with no
@@ -370,14 +371,8 @@ bool insert(history_ring::Taken &batch)
     const int n = static_cast<int>(batch.size());
     for (int i = 0; i < n; i++) {
         history_ring::Record &r = batch[i];
-        make_valid(r.request_id);
-        make_valid(r.key);
-        make_valid(r.policy);
-        make_valid(r.query);
-        make_valid(r.code);
-        make_valid(r.client);
-        make_valid(r.masked);
-        make_valid(r.params);
+        for (std::size_t f = 0; f < history_ring::fields; f++)
+            make_valid(r, static_cast<history_ring::Field>(f));
     }
     bool saved = false;
     try {

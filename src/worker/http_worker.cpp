@@ -33,6 +33,7 @@ extern "C" {
 #include "http/log_throttle.hpp"
 #include "call/event_ring.hpp"
 #include "call/query_runner.hpp"
+#include "call/stat_table.hpp"
 #include "call/stop_request.hpp"
 #include "pg/pg_guard.hpp"
 #include "worker/access_log_sink.hpp"
@@ -255,6 +256,7 @@ void serve()
             wal_flusher::set_waiting(waiting = now);
     };
 
+    stat_table::by_rounds(); // flushed at each round's end, below
     BusyPoll busy_poll;
     bool look = false;              // look for the next request before sleeping
     worker_load::Activity activity; // this worker's totals (querygate.stat_workers)
@@ -341,6 +343,7 @@ void serve()
         if (!server.holding())
             set_waiting(false);
         event_ring::flush(); // the round's run events, before any stream reads the ring
+        stat_table::flush(); // and its calls' counts
         events_due = events.pump(AcceptGate::Clock::now(), stopping);
         worker_load::publish(server.connections());
         const auto round_end = AcceptGate::Clock::now();

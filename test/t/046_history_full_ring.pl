@@ -1,8 +1,9 @@
 # A full history ring (src/call/history_ring.hpp) drops records and counts them, and no call waits
-# for it. With querygate.history_buffer at its minimum (64 records) and the writer process stopped
-# (SIGSTOP, while it waits between passes), 200 calls all answer at once; the ring keeps exactly
-# the first 64 of them and drops the other 136, counted in querygate.stat_history and in
-# querygate_history_dropped_total; once the writer runs again it saves exactly those 64.
+# for it. With querygate.history_buffer at its minimum (64 records, 32 for each of the two workers'
+# rings) and the writer process stopped (SIGSTOP, while it waits between passes), 200 calls on one
+# connection (so one worker answers them all) answer at once; that worker's ring keeps exactly the
+# first 32 of them and drops the other 168, counted in querygate.stat_history and in
+# querygate_history_dropped_total; once the writer runs again it saves exactly those 32.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -45,6 +46,7 @@ is($stopped, 1, 'the writer is stopped');
 my $before = stats();
 
 my $n = 200;
+my $ring = 64 / 2; # querygate.history_buffer, shared out among the workers
 my $client = $qg->new_client;
 my ($answered, $slowest) = (0, 0);
 my @ids;
@@ -63,8 +65,8 @@ is($answered, $n, "all $n calls answer while the writer is stopped");
 cmp_ok($slowest, '<', QuerygateTest::timeouts(2), 'none waited for the history (slowest call in seconds)');
 
 my $full = stats();
-is($full->{buffered}, 64, 'the ring holds exactly its 64 records');
-is($full->{dropped} - $before->{dropped}, $n - 64, 'the other ' . ($n - 64) . ' are dropped and counted');
+is($full->{buffered}, $ring, "the worker's ring holds exactly its $ring records");
+is($full->{dropped} - $before->{dropped}, $n - $ring, 'the other ' . ($n - $ring) . ' are dropped and counted');
 my $metrics = $qg->get('/metrics', bearer => $token);
 my ($exported) = ($metrics->{content} // '') =~ /^querygate_history_dropped_total (\d+)$/m;
 is($exported, $full->{dropped}, '/metrics says the same count');
@@ -74,14 +76,14 @@ $stopped = 0;
 $qg->sql(q{ALTER SYSTEM RESET querygate.history_flush_interval; SELECT pg_reload_conf()});
 ok(QuerygateTest::poll_until(sub { stats()->{buffered} == 0 }), 'the writer, running again, empties the ring');
 my $after = stats();
-is($after->{written} - $before->{written}, 64, 'it wrote the 64 records the ring held');
+is($after->{written} - $before->{written}, $ring, "it wrote the $ring records the ring held");
 my $list = join(',', map { QuerygateTest::sql_quote($_) } @ids);
-is($qg->sql("SELECT count(*) FROM querygate.history WHERE request_id IN ($list)"), 64,
-	'querygate.history has 64 of the calls');
+is($qg->sql("SELECT count(*) FROM querygate.history WHERE request_id IN ($list)"), $ring,
+	"querygate.history has $ring of the calls");
 is($qg->sql("SELECT string_agg(request_id, ',' ORDER BY request_id COLLATE \"C\") = "
-		  . QuerygateTest::sql_quote(join(',', sort @ids[0 .. 63]))
+		  . QuerygateTest::sql_quote(join(',', sort @ids[0 .. $ring - 1]))
 		  . " FROM querygate.history WHERE request_id IN ($list)"), 't',
-	'the first 64 calls: a full ring keeps what it holds and drops what comes after');
+	"the first $ring calls: a full ring keeps what it holds and drops what comes after");
 is($after->{dropped}, $full->{dropped}, 'nothing more was dropped');
 
 done_testing();
