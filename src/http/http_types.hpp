@@ -72,6 +72,10 @@ struct HttpResponse {
 
     void add_header(std::string name, std::string value)
     {
+        // Room for an answer's usual headers at once (request id, ETag, Vary, the three of a rate
+        // limit...): grown from nothing, the list was reallocated and moved three times a call.
+        if (headers.capacity() == 0)
+            headers.reserve(8);
         headers.emplace_back(std::move(name), std::move(value));
     }
 };
