@@ -50,6 +50,18 @@ uint64 capacity = 0;     // records a ring holds
 uint32 next_ring = 0;    // the writer's: the ring it looks at first
 uint64 sample_state = 0; // this process's xorshift, for querygate.history_sample_rate
 
+// A ring for each worker, and querygate.history_buffer shared out among them.
+uint32 ring_count()
+{
+    return static_cast<uint32>(std::max(settings::workers, 1));
+}
+
+uint64 ring_capacity()
+{
+    const int n = static_cast<int>(ring_count());
+    return static_cast<uint64>(std::max(1, (settings::history_buffer + n - 1) / n));
+}
+
 Record &slot(uint32 ring, uint64 pos)
 {
     return records[static_cast<uint64>(ring) * capacity + pos % capacity];
@@ -105,9 +117,8 @@ char *Record::text_data(Field f)
 
 std::size_t shmem_size()
 {
-    const Size n = static_cast<Size>(std::max(settings::workers, 1));
-    const Size per_ring = static_cast<Size>(std::max(
-        1, (settings::history_buffer + settings::workers - 1) / std::max(settings::workers, 1)));
+    const Size n = static_cast<Size>(ring_count());
+    const Size per_ring = static_cast<Size>(ring_capacity());
     Size size = add_size(TYPEALIGN(line, sizeof(Shared)), mul_size(sizeof(Ring), n));
     return add_size(add_size(size, line), mul_size(mul_size(sizeof(Record), per_ring), n));
 }
@@ -117,10 +128,10 @@ void shmem_init()
     bool found = false;
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
     char *base = static_cast<char *>(ShmemInitStruct("querygate history", shmem_size(), &found));
-    nrings = static_cast<uint32>(std::max(settings::workers, 1));
-    capacity = static_cast<uint64>(std::max(1, (settings::history_buffer + settings::workers - 1) /
-                                                   std::max(settings::workers, 1)));
-    // The rings on lines of their own (ShmemInitStruct aligns to a cache line already: made sure).
+    nrings = ring_count();
+    capacity = ring_capacity();
+    // Each ring's two halves on lines of their own. ShmemInitStruct's memory starts on a cache
+    // line already; aligned again here all the same, with a line's room for it in shmem_size.
     char *at = reinterpret_cast<char *>(TYPEALIGN(line, base));
     shared = reinterpret_cast<Shared *>(at);
     at += TYPEALIGN(line, sizeof(Shared));
