@@ -131,9 +131,9 @@ void querygate_writer_main(Datum)
     SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
     history_ring::register_writer();
-    // Nobody waits for what it does: its wake-ups must not cut into a worker's call. Under the
-    // default policy a writer woken by a worker (a ring a quarter full) preempted a running worker
-    // for the millisecond of its batch, and the connections that worker held waited with it.
+    // Nobody waits for what it does: its wake-ups should not cut into a worker's call. Under the
+    // default policy a writer woken by a worker (a ring a quarter full) may preempt a running
+    // worker for the millisecond of its batch, and the connections that worker holds wait with it.
     // SCHED_BATCH keeps its fair share of the CPU (so it keeps up with the calls) and only gives
     // up the wake-up preemption. Measured on a kept scale-10 bench cluster, lookups at 8
     // connections with limits, statistics and history on against all off (ABBA quads of 5 s, the
