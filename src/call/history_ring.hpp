@@ -38,7 +38,14 @@ constexpr std::size_t fields = 8;
 // columns and the parameters, JSON that a cut would make something else, are kept whole or not at
 // all.
 constexpr std::size_t room[fields] = {65, 64, 64, 64, 32, 64, masked_room, params_room};
-constexpr std::size_t texts_room = 65 + 64 + 64 + 64 + 32 + 64 + masked_room + params_room;
+constexpr std::size_t rooms_summed()
+{
+    std::size_t n = 0;
+    for (std::size_t r : room)
+        n += r;
+    return n;
+}
+constexpr std::size_t texts_room = rooms_summed(); // every text at its longest
 
 // A record as a ring holds it (plain data). The texts are packed one after another, each
 // NUL-terminated, so that a usual record is its first two or three cache lines: its worker
