@@ -2,9 +2,11 @@
 // shared-memory hash table that every worker charges, so a limit is exact across workers.
 //
 // One entry per caller that has a limit: a key (by its catalog id), a policy (bearer tokens, by
-// name) or a client address (calls without valid credentials). Lookups take the table's lock
-// shared and the entry's spinlock; only a new entry takes the lock exclusively; a call that ends
-// takes the entry's spinlock alone. The table holds
+// name) or a client address (calls without valid credentials). A worker charges a caller it
+// charged lately under the entry's spinlock alone (limit_table.cpp says how it knows the entry is
+// still that caller's); other lookups take the table's lock shared and the entry's spinlock; only
+// a new entry takes the lock exclusively; a call that ends takes the entry's spinlock alone. The
+// table holds
 // querygate.limit_entries entries (a restart sizes it); when it is full, entries whose state is
 // as good as new (a full bucket, nothing in flight, no quota count that is not in the catalog) are
 // forgotten, and if none is, the call is refused (429 rate_limited) rather than counted nowhere.

@@ -72,10 +72,11 @@ struct HttpResponse {
 
     void add_header(std::string name, std::string value)
     {
-        // Room for an answer's usual headers at once (request id, ETag, Vary, the three of a rate
-        // limit...): grown from nothing, the list was reallocated and moved three times a call.
+        // Room for an answer's usual headers at once (request id, Cache-Control, Vary, the three
+        // of a page, ETag, the three of a rate limit): grown from nothing, the list was
+        // reallocated and moved three times a call; at 8, once more for a key with limits.
         if (headers.capacity() == 0)
-            headers.reserve(8);
+            headers.reserve(12);
         headers.emplace_back(std::move(name), std::move(value));
     }
 };

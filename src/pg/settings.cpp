@@ -104,7 +104,7 @@ void define_restart_only()
     DefineCustomIntVariable(
         "querygate.limit_entries",
         "Callers with limits (keys, policies, client addresses) counted at once.",
-        "About 150 bytes of shared memory each. When every entry is in use "
+        "About 250 bytes of shared memory each. When every entry is in use "
         "and none can be forgotten, calls of new callers are refused (429).",
         &limit_entries, 10000, 100, 10000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(

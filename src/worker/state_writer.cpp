@@ -157,9 +157,15 @@ void querygate_writer_main(Datum)
         if (ConfigReloadPending) {
             ConfigReloadPending = false;
             const int retention = settings::history_retention;
+            const int quota_interval = settings::quota_flush_interval;
             ProcessConfigFile(PGC_SIGHUP);
             if (settings::history_retention != retention)
                 partitions_due = Clock::now(); // a new retention applies at once
+            // A shorter interval applies from now, not after the longer one has run out.
+            if (settings::quota_flush_interval < quota_interval)
+                quotas_due =
+                    std::min(quotas_due,
+                             Clock::now() + std::chrono::seconds(settings::quota_flush_interval));
         }
         history_writer::save(false);
         auto now = Clock::now();
