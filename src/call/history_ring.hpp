@@ -79,8 +79,8 @@ void shmem_init(); // from the shmem_startup hook
 // waits.
 void put(const CallRecord &call, int worker) noexcept;
 
-// The writer: it is the one consumer, and is woken (its latch set) when a ring is a quarter
-// full. register_writer() once, from the writer process.
+// The writer: it is the one consumer, and is woken (its latch set) when a ring is half full.
+// register_writer() once, from the writer process.
 void register_writer();
 // Up to `most` records of one ring, oldest first, left in their slots until release(): the writer
 // may change them (it makes their texts valid in the database's encoding) and no producer writes

@@ -268,7 +268,7 @@ void define_reloadable()
                             nullptr, nullptr, nullptr);
     DefineCustomIntVariable("querygate.history_flush_interval",
                             "How often the writer saves the recorded calls to querygate.history.",
-                            "Sooner when the ring is a quarter full.", &history_flush_interval,
+                            "Sooner when a worker's ring is half full.", &history_flush_interval,
                             1000, 10, 60000, PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
     // A secret, as querygate.jwt_secret: only superusers can see or set it.
     DefineCustomStringVariable(

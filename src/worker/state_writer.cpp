@@ -132,7 +132,7 @@ void querygate_writer_main(Datum)
 
     history_ring::register_writer();
     // Nobody waits for what it does: its wake-ups should not cut into a worker's call. Under the
-    // default policy a writer woken by a worker (a ring a quarter full) may preempt a running
+    // default policy a writer woken by a worker (a ring half full) may preempt a running
     // worker for the millisecond of its batch, and the connections that worker holds wait with it.
     // SCHED_BATCH keeps its fair share of the CPU (so it keeps up with the calls) and only gives
     // up the wake-up preemption. Measured on a kept scale-10 bench cluster, lookups at 8
@@ -146,7 +146,7 @@ void querygate_writer_main(Datum)
         ereport(LOG, (errmsg("querygate writer could not take the batch scheduling policy: %m")));
 #endif
 
-    // Each duty has its own interval; a wake-up (the history ring a quarter full) saves the
+    // Each duty has its own interval; a wake-up (a history ring half full) saves the
     // history at once.
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
