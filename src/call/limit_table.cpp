@@ -168,6 +168,8 @@ Slot *find_or_make(const EntryKey &key, int64 now_us)
     Entry *e = static_cast<Entry *>(hash_search(table, &key, HASH_ENTER_NULL, &found));
     if (e == nullptr)
         return nullptr;
+    if (found) // not after the search above, under the same lock; kept as it is if ever
+        return &slots[e->slot];
     e->slot = shared->free[--shared->nfree];
     Slot &s = slots[e->slot];
     // Under its spinlock, never made anew: a process may be checking its generation.
