@@ -286,10 +286,11 @@ Slot *charge_found(const Subject &who, const rate_limits::Limits &limits, int64 
         if (s == nullptr)
             LWLockRelease(shared->lock);
     });
+    // The catalog's count, read with no lock held when the slot has none; if another worker
+    // loads it first, the first one loaded wins and this one is dropped.
+    int64 kept_start = 0, kept_used = 0;
+    bool from_catalog = false; // the slot takes kept_start and kept_used unless it has a count
     if (s == nullptr) {
-        // The catalog's count is read with no lock held; if another worker loads it first, the
-        // first one loaded wins and this one is dropped.
-        int64 kept_start = 0, kept_used = 0;
         if (quota && load)
             load(kept_start, kept_used);
         pg::guard([&] {
@@ -300,19 +301,16 @@ Slot *charge_found(const Subject &who, const rate_limits::Limits &limits, int64 
         });
         if (s == nullptr)
             return nullptr;
-        if (quota) {
-            SpinLockAcquire(&s->mutex);
-            if (!s->quota_loaded) {
-                s->quota_loaded = true;
-                s->period_start = s->written_start = kept_start;
-                s->used = s->written_used = kept_used;
-            }
-            SpinLockRelease(&s->mutex);
-        }
+        from_catalog = quota;
     }
 
     // The lock is held (shared or exclusive): the slot keeps its caller.
     SpinLockAcquire(&s->mutex);
+    if (from_catalog && !s->quota_loaded) {
+        s->quota_loaded = true;
+        s->period_start = s->written_start = kept_start;
+        s->used = s->written_used = kept_used;
+    }
     charged = charge(*s, limits, now_us, period_start, capacity);
     const uint64 generation = s->generation;
     SpinLockRelease(&s->mutex);
@@ -321,15 +319,24 @@ Slot *charge_found(const Subject &who, const rate_limits::Limits &limits, int64 
     return s;
 }
 
+// Shared with its free list, then the slots (with room to align them).
+Size head_size()
+{
+    return add_size(offsetof(Shared, free),
+                    mul_size(sizeof(uint32), static_cast<Size>(settings::limit_entries)));
+}
+
+Size struct_size()
+{
+    return add_size(add_size(head_size(), alignof(Slot)),
+                    mul_size(sizeof(Slot), static_cast<Size>(settings::limit_entries)));
+}
+
 } // namespace
 
 std::size_t shmem_size()
 {
-    const Size n = static_cast<Size>(settings::limit_entries);
-    Size size = add_size(offsetof(Shared, free), mul_size(sizeof(uint32), n));
-    size = add_size(TYPEALIGN(alignof(Slot), size), mul_size(sizeof(Slot), n));
-    size = add_size(size, alignof(Slot)); // room to align the slots
-    return add_size(size, hash_estimate_size(settings::limit_entries, sizeof(Entry)));
+    return add_size(struct_size(), hash_estimate_size(settings::limit_entries, sizeof(Entry)));
 }
 
 void shmem_request()
@@ -342,12 +349,9 @@ void shmem_init()
     bool found = false;
     const uint32 n = static_cast<uint32>(settings::limit_entries);
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-    const Size head = add_size(offsetof(Shared, free), mul_size(sizeof(uint32), n));
-    char *base = static_cast<char *>(ShmemInitStruct(
-        "querygate limits", add_size(add_size(head, alignof(Slot)), mul_size(sizeof(Slot), n)),
-        &found));
+    char *base = static_cast<char *>(ShmemInitStruct("querygate limits", struct_size(), &found));
     shared = reinterpret_cast<Shared *>(base);
-    slots = reinterpret_cast<Slot *>(TYPEALIGN(alignof(Slot), base + head));
+    slots = reinterpret_cast<Slot *>(TYPEALIGN(alignof(Slot), base + head_size()));
     if (!found) {
         shared->lock = &GetNamedLWLockTranche(tranche)->lock;
         shared->nfree = n;
