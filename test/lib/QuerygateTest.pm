@@ -129,6 +129,13 @@ sub start
 		  . "querygate.port = $http_port\n"
 		  . "querygate.database = 'postgres'\n"
 		  . 'querygate.workers = ' . ($o{workers} // 2) . "\n";
+		# Shedding judges how long a request waited for its worker (src/http/overload_gate): a
+		# server that runs $TIME_FACTOR times slower (Valgrind, the sanitizers) waits that much
+		# longer at the same load, so its defaults (20 ms, 100 ms) are stretched alike. A test of
+		# shedding sets its own (conf below comes later and wins).
+		$conf .= 'querygate.overload_target = ' . (20 * $TIME_FACTOR) . "ms\n"
+		  . 'querygate.overload_interval = ' . (100 * $TIME_FACTOR) . "ms\n"
+		  if $TIME_FACTOR > 1;
 	}
 	$conf .= $o{conf} if defined $o{conf};
 	$node->append_conf('postgresql.conf', $conf);
