@@ -74,7 +74,9 @@ is($records->[-1][0], $N, 'and the last');
 cmp_ok($peak1 - $peak0, '<', 32 * 1024, 'the worker\'s peak memory grew by less than 32 MB (' . ($peak1 - $peak0) . ' kB)');
 ok(QuerygateTest::poll_until(sub {
 	$qg->sql(q{SELECT rows || ' ' || bytes FROM querygate.history WHERE request_id = 'ex-csv'}) eq "$N $bytes" }),
-	'the history counts its rows and the bytes of its file');
+	'the history counts its rows and the bytes of its file')
+  or diag('history: ' . $qg->sql(q{SELECT concat_ws(' ', status, code, rows, bytes) FROM querygate.history WHERE request_id = 'ex-csv'})
+	  . '; stat_history: ' . $qg->sql(q{SELECT row_to_json(s) FROM querygate.stat_history s}));
 
 # --- the other formats
 my $nd = $qg->get('/q/ex_all?n=1000&stream=true', key => $key, headers => { Accept => 'application/x-ndjson' });
