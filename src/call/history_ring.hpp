@@ -65,9 +65,9 @@ struct Record {
 
     // Keeps the texts (by Field), each cut or left out as `room` says.
     void set_texts(const std::string_view (&from)[fields]) noexcept;
-    // A text as kept, NUL-terminated; the writer may change its bytes, not its length.
-    char *text_data(Field f);
-    const char *text_data(Field f) const { return const_cast<Record *>(this)->text_data(f); }
+    // Where each text starts (by Field), as kept, NUL-terminated, found in one pass over the
+    // lengths; the writer may change their bytes, not their lengths.
+    void text_starts(char *(&at)[fields]) noexcept;
     std::size_t text_len(Field f) const { return len[static_cast<std::size_t>(f)]; }
 };
 

@@ -45,24 +45,26 @@ namespace history_writer {
 
 namespace {
 
-constexpr std::size_t batch_records = 1000;
-constexpr int batches_per_pass = 20; // at most 20,000 records a pass; the ring wakes it sooner
+// A batch is a transaction: its commit, the wake-up of the WAL writer that an asynchronous
+// commit sends, and opening the partition are paid once a batch. A worker's ring wakes the
+// writer half full (2,048 records of the default ring), so a batch this size takes what woke it
+// at once (with 1,000, a pass paid them three times: a tenth of the writer's time).
+constexpr std::size_t batch_records = 2048;
+constexpr int batches_per_pass = 10; // at most 20,480 records a pass; the ring wakes it sooner
 
 // What a batch's rows are formed in: kept from one batch to the next rather than given back to
 // the system and faulted in again each time (an eighth of the writer's time went to that). Its
-// one block holds a batch of a thousand short records; a longer one takes more blocks, given back
-// after it.
+// one block holds a batch of short records (their values and their tuples); a batch of longer
+// ones takes more blocks, given back after it.
 constexpr Size batch_memory_size = 4 * 1024 * 1024;
 MemoryContext batch_memory = nullptr;
 
 // The database's encoding may not hold what a caller put in a URL (the query's name), and a
 // name cut at its room may end inside a character: what is not valid becomes '?', so that no
 // invalid text is ever stored (a dump of it would not restore).
-void make_valid(history_ring::Record &r, history_ring::Field f)
+void make_valid(char *s, std::size_t length, int encoding)
 {
-    const int encoding = GetDatabaseEncoding();
-    char *s = r.text_data(f);
-    const int len = static_cast<int>(r.text_len(f));
+    const int len = static_cast<int>(length);
     for (int i = 0; i < len;) {
         const int valid = pg_encoding_verifymbstr(encoding, s + i, len - i);
         i += valid;
@@ -127,21 +129,30 @@ const char *const column_names[ncolumns] = {"at",     "request_id",     "key_nam
                                             "code",   "duration_ms",    "rows",           "bytes",
                                             "client", "worker",         "masked_columns", "params"};
 
-Datum text_of(const history_ring::Record &r, history_ring::Field f)
+// A record's texts where they are (history_ring::Record::text_starts), read field by field.
+struct Texts {
+    const history_ring::Record &r;
+    char *at[history_ring::fields];
+    explicit Texts(history_ring::Record &record) : r(record) { record.text_starts(at); }
+    const char *data(history_ring::Field f) const { return at[static_cast<std::size_t>(f)]; }
+    std::size_t len(history_ring::Field f) const { return r.text_len(f); }
+};
+
+Datum text_of(const Texts &t, history_ring::Field f)
 {
-    return PointerGetDatum(cstring_to_text_with_len(r.text_data(f), r.text_len(f)));
+    return PointerGetDatum(cstring_to_text_with_len(t.data(f), static_cast<int>(t.len(f))));
 }
 
-Datum text_or_null(const history_ring::Record &r, history_ring::Field f, bool &isnull)
+Datum text_or_null(const Texts &t, history_ring::Field f, bool &isnull)
 {
-    isnull = r.text_len(f) == 0;
-    return isnull ? Datum(0) : text_of(r, f);
+    isnull = t.len(f) == 0;
+    return isnull ? Datum(0) : text_of(t, f);
 }
 
-Datum jsonb_or_null(const history_ring::Record &r, history_ring::Field f, bool &isnull)
+Datum jsonb_or_null(const Texts &t, history_ring::Field f, bool &isnull)
 {
-    isnull = r.text_len(f) == 0;
-    return isnull ? Datum(0) : DirectFunctionCall1(jsonb_in, CStringGetDatum(r.text_data(f)));
+    isnull = t.len(f) == 0;
+    return isnull ? Datum(0) : DirectFunctionCall1(jsonb_in, CStringGetDatum(t.data(f)));
 }
 
 // One record's values, by column, copied out of the ring.
@@ -151,41 +162,100 @@ struct Row {
     TimestampTz at() const { return DatumGetTimestampTz(v[col_at]); }
 };
 
-void form(Row &row, const history_ring::Record &r)
+void form(Row &row, history_ring::Record &r)
 {
     using history_ring::Field;
+    const Texts t(r);
     Datum *v = row.v;
     bool *null = row.null;
     for (int c = 0; c < ncolumns; c++)
         null[c] = false;
     v[col_at] = TimestampTzGetDatum(r.at);
-    v[col_request_id] = text_of(r, Field::request_id);
-    v[col_key_name] = text_or_null(r, Field::key, null[col_key_name]);
-    v[col_policy] = text_or_null(r, Field::policy, null[col_policy]);
-    v[col_query] = text_of(r, Field::query);
+    v[col_request_id] = text_of(t, Field::request_id);
+    v[col_key_name] = text_or_null(t, Field::key, null[col_key_name]);
+    v[col_policy] = text_or_null(t, Field::policy, null[col_policy]);
+    v[col_query] = text_of(t, Field::query);
     null[col_query_revision] = r.revision == 0;
     v[col_query_revision] = Int64GetDatum(r.revision);
     null[col_query_version] = r.version == 0;
     v[col_query_version] = Int32GetDatum(r.version);
     v[col_status] = Int16GetDatum(static_cast<int16>(r.status));
-    v[col_code] = text_or_null(r, Field::code, null[col_code]);
+    v[col_code] = text_or_null(t, Field::code, null[col_code]);
     v[col_duration_ms] = Float8GetDatum(static_cast<double>(r.duration_us) / 1000.0);
     v[col_rows] = Int64GetDatum(static_cast<int64>(r.rows));
     v[col_bytes] = Int64GetDatum(static_cast<int64>(r.bytes));
-    v[col_client] = text_or_null(r, Field::client, null[col_client]);
+    v[col_client] = text_or_null(t, Field::client, null[col_client]);
     v[col_worker] = Int32GetDatum(r.worker);
-    v[col_masked_columns] = jsonb_or_null(r, Field::masked, null[col_masked_columns]);
-    v[col_params] = jsonb_or_null(r, Field::params, null[col_params]);
+    v[col_masked_columns] = jsonb_or_null(t, Field::masked, null[col_masked_columns]);
+    v[col_params] = jsonb_or_null(t, Field::params, null[col_params]);
+}
+
+// The slots a batch's tuples are inserted from, kept from one batch to the next (making and
+// dropping a thousand slots a batch was a twentieth of the writer's time), over a copy of the
+// descriptor of the partition they were last made for: made again for a partition whose columns
+// are not the same. A slot holds its tuple between the insert and the end of insert_rows, and
+// owns it (no copy is made to insert it); the tuples are in the batch's memory, so every slot is
+// emptied before that memory is reset (forget_tuples), also after a batch that failed.
+struct KeptSlots {
+    TupleDesc desc = nullptr; // in TopMemoryContext
+    TupleTableSlot *slot[batch_records] = {};
+    int made = 0;
+};
+KeptSlots kept;
+
+// Empties every kept slot, freeing the tuple it owns. Before the batch memory is reset.
+void forget_tuples()
+{
+    for (int i = 0; i < kept.made; i++)
+        ExecClearTuple(kept.slot[i]);
+}
+
+// Whether two descriptors have the same columns: what a slot deforms a tuple by.
+bool same_columns(TupleDesc a, TupleDesc b)
+{
+    if (a->natts != b->natts)
+        return false;
+    for (int i = 0; i < a->natts; i++) {
+        const Form_pg_attribute x = TupleDescAttr(a, i), y = TupleDescAttr(b, i);
+        if (x->atttypid != y->atttypid || x->attlen != y->attlen || x->attbyval != y->attbyval ||
+            x->attalign != y->attalign || x->attisdropped != y->attisdropped)
+            return false;
+    }
+    return true;
+}
+
+// n slots over rel's columns. The slots are dropped and made again when the columns are not
+// those they were made for.
+TupleTableSlot **slots_for(Relation rel, int n)
+{
+    TupleDesc desc = RelationGetDescr(rel);
+    if (kept.desc != nullptr && !same_columns(kept.desc, desc)) {
+        for (int i = 0; i < kept.made; i++)
+            ExecDropSingleTupleTableSlot(kept.slot[i]);
+        kept.made = 0;
+        FreeTupleDesc(kept.desc);
+        kept.desc = nullptr;
+    }
+    const MemoryContext was = MemoryContextSwitchTo(TopMemoryContext);
+    // Not reference-counted: a slot over the relation's own descriptor would remember it in the
+    // transaction's resource owner.
+    if (kept.desc == nullptr)
+        kept.desc = CreateTupleDescCopy(desc);
+    for (; kept.made < n; kept.made++)
+        kept.slot[kept.made] = MakeSingleTupleTableSlot(kept.desc, &TTSOpsHeapTuple);
+    MemoryContextSwitchTo(was);
+    return kept.slot;
 }
 
 // Inserts rows into one relation (a partition of querygate.history), as COPY FROM does, with no
-// statement to parse, plan or execute: the rows are inserted together (one WAL record per page),
-// then their index entries, if an administrator has made any. Columns are found by name: a
-// partition's may be numbered differently from its parent's, and a column the relation has and
-// the row does not fill is NULL. The table is querygate's own: no trigger, rule or row-level
-// security of anyone else's applies to it.
+// statement to parse, plan or execute: the rows are formed into tuples and inserted together (one
+// WAL record per page), then their index entries, if an administrator has made any. Columns are
+// found by name: a partition's may be numbered differently from its parent's, and a column the
+// relation has and the row does not fill is NULL. The table is querygate's own: no trigger, rule
+// or row-level security of anyone else's applies to it. In the batch's memory.
 void insert_rows(Oid relid, const Row *rows, int n)
 {
+    Assert(n <= static_cast<int>(batch_records));
     Relation rel = table_open(relid, RowExclusiveLock);
     int attnums[ncolumns];
     for (int c = 0; c < ncolumns; c++)
@@ -194,29 +264,28 @@ void insert_rows(Oid relid, const Row *rows, int n)
     InitResultRelInfo(info, rel, 1, nullptr, 0);
     EState *estate = CreateExecutorState();
     ExecOpenIndices(info, false);
-    // Slots over a copy of the descriptor, which is not reference-counted: a thousand slots over
-    // the relation's own would each remember it in the resource owner.
-    TupleDesc desc = CreateTupleDescCopy(RelationGetDescr(rel));
-    TupleTableSlot **slots = static_cast<TupleTableSlot **>(palloc(sizeof(TupleTableSlot *) * n));
+    TupleDesc desc = RelationGetDescr(rel);
+    TupleTableSlot **slots = slots_for(rel, n);
+    Datum *values = static_cast<Datum *>(palloc(sizeof(Datum) * desc->natts));
+    bool *isnull = static_cast<bool *>(palloc(sizeof(bool) * desc->natts));
     for (int i = 0; i < n; i++) {
-        TupleTableSlot *slot = slots[i] = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
-        ExecClearTuple(slot);
         for (int a = 0; a < desc->natts; a++)
-            slot->tts_isnull[a] = true;
+            isnull[a] = true;
         for (int c = 0; c < ncolumns; c++)
             if (attnums[c] > 0) {
-                slot->tts_values[attnums[c] - 1] = rows[i].v[c];
-                slot->tts_isnull[attnums[c] - 1] = rows[i].null[c];
+                values[attnums[c] - 1] = rows[i].v[c];
+                isnull[attnums[c] - 1] = rows[i].null[c];
             }
-        ExecStoreVirtualTuple(slot);
+        // Formed once, where the insert takes it from (a virtual slot's values were copied
+        // twice more: into the slot's own memory, then into the tuple).
+        ExecStoreHeapTuple(heap_form_tuple(desc, values, isnull), slots[i], true);
     }
     BulkInsertState bulk = GetBulkInsertState();
     table_multi_insert(rel, slots, n, GetCurrentCommandId(true), 0, bulk);
-    for (int i = 0; i < n; i++) {
-        if (info->ri_NumIndices > 0)
+    if (info->ri_NumIndices > 0)
+        for (int i = 0; i < n; i++)
             (void)ExecInsertIndexTuples(info, slots[i], estate, false, false, nullptr, NIL);
-        ExecDropSingleTupleTableSlot(slots[i]);
-    }
+    forget_tuples();
     FreeBulkInsertState(bulk);
     ExecCloseIndices(info);
     FreeExecutorState(estate);
@@ -369,10 +438,13 @@ Place place_or_make(Oid parent_id, TimestampTz at)
 bool insert(history_ring::Taken &batch)
 {
     const int n = static_cast<int>(batch.size());
+    const int encoding = GetDatabaseEncoding();
     for (int i = 0; i < n; i++) {
         history_ring::Record &r = batch[i];
+        char *at[history_ring::fields];
+        r.text_starts(at);
         for (std::size_t f = 0; f < history_ring::fields; f++)
-            make_valid(r, static_cast<history_ring::Field>(f));
+            make_valid(at[f], r.text_len(static_cast<history_ring::Field>(f)), encoding);
     }
     bool saved = false;
     try {
@@ -384,6 +456,7 @@ bool insert(history_ring::Taken &batch)
                     batch_memory = AllocSetContextCreate(
                         TopMemoryContext, "querygate history batch", batch_memory_size,
                         batch_memory_size, batch_memory_size);
+                forget_tuples(); // a failed batch's tuples, before their memory goes
                 MemoryContextReset(batch_memory);
                 const MemoryContext was = MemoryContextSwitchTo(batch_memory);
                 Row *rows = static_cast<Row *>(palloc(sizeof(Row) * n));

@@ -227,6 +227,55 @@ ok( QuerygateTest::poll_until(sub { $qg->sql(q{SELECT to_regclass('querygate.his
 is($qg->sql(q{SELECT count(*) FROM querygate.history WHERE request_id = 'old-1'}), '0', 'and its rows with it');
 ok(history_count() > 0, 'the newer rows stay');
 
+# ---- a batch that fails, and a partition whose columns are numbered differently
+# The writer keeps its slots from one batch to the next; a batch that fails leaves them holding
+# its tuples. Here an administrator's unique index on the day's partition makes a batch fail (a
+# request id used again): the batch is counted as dropped and logged, and the next one is saved.
+sub dropped { return $qg->sql('SELECT dropped FROM querygate.stat_history'); }
+sub rows_with { return $qg->sql('SELECT count(*) FROM querygate.history WHERE request_id = ' . QuerygateTest::sql_quote($_[0])); }
+sub call_as
+{
+	my ($id) = @_;
+	return $qg->request('GET', '/q/hi_person?id=1', key => $key, headers => { 'X-Request-Id' => $id },
+		client => $qg->new_client);
+}
+$qg->sql(qq{CREATE UNIQUE INDEX hi_dup ON querygate.history_$today (request_id) WHERE request_id LIKE 'dup-%'});
+is(call_as('dup-1')->{status}, 200, 'a call with a request id of its own');
+ok(QuerygateTest::poll_until(sub { rows_with('dup-1') == 1 }), 'is saved, through the unique index');
+my $dropped_before = dropped();
+$log_offset = -s $qg->node->logfile;
+is(call_as('dup-1')->{status}, 200, 'a second call with the same id is answered');
+ok( QuerygateTest::poll_until(sub { slurp_file($qg->node->logfile, $log_offset) =~ /run history not saved/ }),
+	'its batch fails, and the writer says so');
+is(dropped() - $dropped_before, 1, 'its record is counted as dropped');
+is(rows_with('dup-1'), 1, 'the first row stays, once');
+is(call_as('dup-2')->{status}, 200, 'a call after the failed batch');
+ok(QuerygateTest::poll_until(sub { rows_with('dup-2') == 1 }), 'is saved: the writer goes on');
+$qg->sql('DROP INDEX querygate.hi_dup');
+
+# The day's partition swapped for one made by an administrator with a column dropped before the
+# others (so every column is numbered one further on, after a dropped one): the writer's slots,
+# made for the other partition's columns, are made again for these, and the rows are whole.
+$qg->sql(qq{CREATE TABLE querygate.hi_swap (gone int, LIKE querygate.history);
+            ALTER TABLE querygate.hi_swap DROP COLUMN gone;
+            ALTER TABLE querygate.history DETACH PARTITION querygate.history_$today;
+            ALTER TABLE querygate.history ATTACH PARTITION querygate.hi_swap
+                  FOR VALUES FROM (date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
+                              TO (date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '1 day')});
+my $swapped = call('GET', '/q/hi_person?id=4', key => $key);
+is($swapped->{status}, 200, 'a call once the partition is swapped');
+ok(QuerygateTest::poll_until(sub { row_of($swapped->{id}) ne '' }), 'its row is saved');
+is($qg->sql(q{SELECT count(*) FROM querygate.hi_swap WHERE request_id = } . QuerygateTest::sql_quote($swapped->{id})),
+	'1', 'in the swapped partition');
+is(row_of($swapped->{id}), "200|-|hi_key|hi_pol|hi_person|$revision|1|" . length($swapped->{content})
+	  . '|127.0.0.1|t|["email"]|t|t', 'with every column in its place');
+$qg->sql(qq{ALTER TABLE querygate.history DETACH PARTITION querygate.hi_swap;
+            ALTER TABLE querygate.history ATTACH PARTITION querygate.history_$today
+                  FOR VALUES FROM (date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
+                              TO (date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '1 day')});
+my $back = call('GET', '/q/hi_person?id=5', key => $key);
+ok(QuerygateTest::poll_until(sub { row_of($back->{id}) ne '' }), 'and with the day\'s own partition back, rows are saved there again');
+
 # ---- off
 $qg->set_and_reload('querygate.history', 'off');
 ok(QuerygateTest::poll_until(sub {
