@@ -255,7 +255,9 @@ TupleTableSlot **slots_for(Relation rel, int n)
 // or row-level security of anyone else's applies to it. In the batch's memory.
 void insert_rows(Oid relid, const Row *rows, int n)
 {
-    Assert(n <= static_cast<int>(batch_records));
+    if (n > static_cast<int>(batch_records)) // never: a batch is taken at most this size
+        elog(ERROR, "querygate: %d history rows at once, more than the writer's %d slots", n,
+             static_cast<int>(batch_records));
     Relation rel = table_open(relid, RowExclusiveLock);
     int attnums[ncolumns];
     for (int c = 0; c < ncolumns; c++)
