@@ -220,11 +220,14 @@ void QueryRunner::State::begin_call(const CachedQuery &query, const Caller &call
         *outer = CurrentMemoryContext;
         if (SPI_connect() != SPI_OK_CONNECT)
             elog(ERROR, "querygate: SPI_connect failed");
+        // The start before the timer: the timer then fires no sooner than timeout after it, so
+        // a cancel at the time limit is always judged one (taken after, a worker descheduled in
+        // between saw the limit fire "early" and answered 500 query_failed: a CI run, 056).
+        started_at = GetCurrentTimestamp();
         if (timeout > 0)
             enable_timeout_after(STATEMENT_TIMEOUT, timeout);
         client_watch::start(client_fd);
     });
-    started_at = GetCurrentTimestamp();
 }
 
 void QueryRunner::State::end_call()
