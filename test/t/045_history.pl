@@ -192,7 +192,7 @@ is($qg->sql(q{SELECT count(*) FROM ONLY querygate.history}), '0', 'the partition
 ok( QuerygateTest::poll_until(sub {
 			$qg->sql(q{SELECT count(*) FROM pg_class WHERE relnamespace = 'querygate'::regnamespace AND relispartition
 			             AND relname = 'history_' || to_char(now() AT TIME ZONE 'UTC' + interval '1 day', 'YYYYMMDD')}) == 1
-		}, 120),
+		}, QuerygateTest::timeouts(120)),
 	"the next day's partition is made ahead of it");
 
 # An old partition (made here as an administrator could, with a row two days old) goes as a whole
@@ -213,7 +213,7 @@ $reader->query_safe('SELECT count(*) FROM querygate.history');
 $qg->set_and_reload('querygate.history_retention', '1d');
 ok( QuerygateTest::poll_until(sub {
 			slurp_file($qg->node->logfile, $log_offset) =~ /old run history kept for now: querygate.history is in use/
-		}, 120),
+		}, QuerygateTest::timeouts(120)),
 	'a partition of a table in use is kept for now, and the writer says so');
 is($qg->sql(q{SELECT count(*) FROM querygate.history WHERE request_id = 'old-1'}), '1', 'the old row is still there');
 my $during = history_count();
@@ -222,7 +222,7 @@ ok(QuerygateTest::poll_until(sub { history_count() >= $during + 3 }),
 	'calls are recorded while the reader holds the table');
 $reader->query_safe('COMMIT');
 $reader->quit;
-ok( QuerygateTest::poll_until(sub { $qg->sql(q{SELECT to_regclass('querygate.history_old') IS NULL}) eq 't' }, 120),
+ok( QuerygateTest::poll_until(sub { $qg->sql(q{SELECT to_regclass('querygate.history_old') IS NULL}) eq 't' }, QuerygateTest::timeouts(120)),
 	'once nobody reads the table, a partition older than querygate.history_retention is dropped');
 is($qg->sql(q{SELECT count(*) FROM querygate.history WHERE request_id = 'old-1'}), '0', 'and its rows with it');
 ok(history_count() > 0, 'the newer rows stay');
