@@ -442,11 +442,9 @@ bool insert(history_ring::Taken &batch)
     const int n = static_cast<int>(batch.size());
     const int encoding = GetDatabaseEncoding();
     for (int i = 0; i < n; i++) {
-        history_ring::Record &r = batch[i];
-        char *at[history_ring::fields];
-        r.text_starts(at);
+        const Texts t(batch[i]);
         for (std::size_t f = 0; f < history_ring::fields; f++)
-            make_valid(at[f], r.text_len(static_cast<history_ring::Field>(f)), encoding);
+            make_valid(t.at[f], t.len(static_cast<history_ring::Field>(f)), encoding);
     }
     bool saved = false;
     try {
