@@ -167,7 +167,7 @@ MHD_Result send(MHD_Connection *conn, HttpResponse &resp, bool last)
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp.content_type.c_str());
     for (const auto &h : resp.headers)
-        MHD_add_response_header(r, h.first.c_str(), h.second.c_str());
+        MHD_add_response_header(r, h.name, h.value.c_str());
     if (last)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     const bool queued = own_answers::queue_ours(conn, static_cast<unsigned int>(resp.status), r);
@@ -239,7 +239,6 @@ struct HttpServer::Callbacks {
             }
             self->request_arrived(conn);
             HttpResponse resp;
-            resp.headers.reserve(8); // a call's: its paging, its request id, its limits
             self->answered_++;
             if (state->overloaded)
                 self->overload_refusal_(state->request, state->waited, resp);
@@ -504,7 +503,7 @@ bool HttpServer::send_stream(MHD_Connection *conn, HttpResponse &resp)
     streams_++; // stream_free counts it out, whatever becomes of the answer from here
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp.content_type.c_str());
     for (const auto &h : resp.headers)
-        MHD_add_response_header(r, h.first.c_str(), h.second.c_str());
+        MHD_add_response_header(r, h.name, h.value.c_str());
     const bool queued = own_answers::queue_ours(conn, static_cast<unsigned int>(resp.status), r);
     MHD_destroy_response(r);
     return queued;
@@ -707,7 +706,7 @@ void HttpServer::refuse_connection(int fd, int refused)
                           "\r\nContent-Length: " + std::to_string(resp.body.size()) +
                           "\r\nConnection: close\r\n";
         for (const auto &h : resp.headers)
-            raw += h.first + ": " + h.second + "\r\n";
+            raw.append(h.name).append(": ").append(h.value).append("\r\n");
         raw += "\r\n";
         raw += resp.body;
         // Once, without waiting: a caller who cannot take these few hundred bytes at once

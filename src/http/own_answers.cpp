@@ -72,7 +72,7 @@ MHD_Result answer_on_socket(MHD_Connection *connection, const HttpResponse &ours
     std::string wire = "HTTP/1.1 " + std::to_string(ours.status) + " " + reason +
                        "\r\nConnection: close\r\nContent-Type: " + ours.content_type + "\r\n";
     for (const auto &h : ours.headers)
-        wire += h.first + ": " + h.second + "\r\n";
+        wire.append(h.name).append(": ").append(h.value).append("\r\n");
     wire += "Content-Length: " + std::to_string(ours.body.size()) + "\r\n\r\n" + ours.body;
     // A new connection's send buffer is empty: the few hundred bytes go at once. What does not
     // (a peer that stopped reading) is lost with the connection, never waited for.
@@ -110,7 +110,7 @@ MHD_Result replace(MHD_Connection *connection, unsigned int status)
             return MHD_NO;
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ours.content_type.c_str());
         for (const auto &h : ours.headers)
-            MHD_add_response_header(r, h.first.c_str(), h.second.c_str());
+            MHD_add_response_header(r, h.name, h.value.c_str());
         const MHD_Result rc = real(connection, static_cast<unsigned int>(ours.status), r);
         MHD_destroy_response(r);
         return rc;

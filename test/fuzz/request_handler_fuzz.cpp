@@ -30,6 +30,7 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,15 +65,15 @@ int header_count(const HttpResponse &r, const char *name)
 {
     int n = 0;
     for (const auto &h : r.headers)
-        n += h.first == name;
+        n += std::strcmp(h.name, name) == 0;
     return n;
 }
 
 const std::string *response_header(const HttpResponse &r, const char *name)
 {
     for (const auto &h : r.headers)
-        if (h.first == name)
-            return &h.second;
+        if (std::strcmp(h.name, name) == 0)
+            return &h.value;
     return nullptr;
 }
 
@@ -247,7 +248,7 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
         runner_called && response.status == 200 ? fake_runner::last.format : AnswerFormat::json;
     FUZZ_CHECK(response.content_type == answer_format::of(format).content_type);
     for (const auto &h : response.headers)
-        FUZZ_CHECK(h.second.find_first_of(std::string("\r\n\0", 3)) == std::string::npos);
+        FUZZ_CHECK(h.value.find_first_of(std::string("\r\n\0", 3)) == std::string::npos);
 
     // The request id: the caller's when valid, else one of ours (16 hex digits).
     FUZZ_CHECK(header_count(response, "X-Request-Id") == 1);

@@ -2,6 +2,8 @@
 #include "http/cors.hpp"
 #include "tap.hpp"
 
+#include <cstring>
+
 using tap::is;
 using tap::ok;
 
@@ -10,8 +12,8 @@ namespace {
 const std::string *find(const HttpResponse &r, const char *name)
 {
     for (const auto &h : r.headers)
-        if (h.first == name)
-            return &h.second;
+        if (std::strcmp(h.name, name) == 0)
+            return &h.value;
     return nullptr;
 }
 
