@@ -75,8 +75,8 @@ struct HttpResponse {
     // Room for an answer's usual headers at once: its request id, Cache-Control, Vary, the three
     // of a page, ETag, the three of a rate limit, one more. Made with this room before the first
     // header: grown from 8 by a key's rate-limit headers, the list was moved into a block of 16
-    // pairs of strings (1 kB, past malloc's per-thread cache), and each such allocation made
-    // glibc sweep its fast bins (malloc_consolidate), measured by perf on every limited call.
+    // pairs of strings (1 kB: past malloc's per-thread cache, and a "large" request, for which
+    // glibc first sweeps its fast bins, malloc_consolidate), on every limited call.
     static constexpr std::size_t usual_headers = 12;
 
     int status = 200;
