@@ -53,6 +53,7 @@ extern "C" {
 #include <cstring>
 #include <malloc.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 extern "C" {
 PGDLLEXPORT void querygate_http_worker_main(Datum main_arg);
@@ -139,9 +140,10 @@ long sooner(long a, long b)
 }
 
 // Looks for ready events for up to querygate.busy_poll microseconds, yielding the CPU between
-// looks (sched_yield: the client, or any other process, gets the core meanwhile); 0 when none
-// came. When to look is BusyPoll's decision (src/http/busy_poll.hpp).
-int poll_briefly(WaitEventSet *set, WaitEvent *fired, int nfired)
+// looks (sched_yield: what waits for this core gets it meanwhile); 0 when none came, or once
+// another worker woke and left no core to spare. When to look is BusyPoll's decision
+// (src/http/busy_poll.hpp).
+int poll_briefly(WaitEventSet *set, WaitEvent *fired, int nfired, int cores)
 {
     // A window of 0 (the setting turned off by a reload since the decision) looks no time at all.
     const auto until =
@@ -150,6 +152,8 @@ int poll_briefly(WaitEventSet *set, WaitEvent *fired, int nfired)
         sched_yield();
         if (int n = WaitEventSetWait(set, 0, fired, nfired, PG_WAIT_EXTENSION))
             return n;
+        if (!BusyPoll::core_to_spare(worker_load::awake(), cores))
+            return 0;
     }
     return 0;
 }
@@ -258,7 +262,8 @@ void serve()
 
     stat_table::by_rounds(); // flushed at each round's end, below
     BusyPoll busy_poll;
-    bool look = false;              // look for the next request before sleeping
+    bool look = false; // look for the next request before sleeping
+    const int cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
     worker_load::Activity activity; // this worker's totals (querygate.stat_workers)
     AcceptGate::Clock::time_point stop_by{};
     for (;;) {
@@ -287,12 +292,17 @@ void serve()
         WaitEventSet *set = watching ? accepting : quiet;
         int n = 0;
         if (look && timeout != 0) {
-            n = poll_briefly(set, fired, 4);
+            n = poll_briefly(set, fired, 4, cores);
             busy_poll.looked(n > 0);
         }
-        if (n == 0)
-            n = WaitEventSetWait(set, events.may_sleep() ? timeout : 0, fired, 4,
-                                 PG_WAIT_EXTENSION);
+        if (n == 0) {
+            const long wait = events.may_sleep() ? timeout : 0;
+            if (wait != 0) // asleep, for the other workers' looks
+                worker_load::set_awake(false);
+            n = WaitEventSetWait(set, wait, fired, 4, PG_WAIT_EXTENSION);
+            if (wait != 0)
+                worker_load::set_awake(true);
+        }
         // Busy from here to the round's end; the wait above (and a brief poll) is idle time.
         const auto woke = AcceptGate::Clock::now();
         for (int i = 0; i < n; i++) {
@@ -327,7 +337,8 @@ void serve()
         });
         if (finished)
             server.run();
-        look = settings::busy_poll > 0 && busy_poll.should_look(server.answered() != answered);
+        look = settings::busy_poll > 0 && BusyPoll::core_to_spare(worker_load::awake(), cores) &&
+               busy_poll.should_look(server.answered() != answered);
         // Group commit: the round's writes go to the WAL flusher together (when none runs,
         // end_round flushed them itself); answers whose writes are durable go out now. The
         // flusher is told this worker waits before the flushed position is read, so that a flush

@@ -28,6 +28,7 @@ struct Slot {
     pg_atomic_uint32 in_flight;
     pg_atomic_uint32 exports; // take_export
     pg_atomic_uint32 pid;
+    pg_atomic_uint32 awake;       // 1 while its worker is not asleep in its wait (set_awake)
     pg_atomic_uint64 started_us;  // Unix microseconds
     pg_atomic_uint64 launched_us; // when a process last began in the slot (pace_start)
     pg_atomic_uint64 requests;
@@ -45,6 +46,7 @@ void release_slot(int, Datum)
     if (slots != nullptr && my_slot >= 0) {
         pg_atomic_write_u32(&slots[my_slot].connections, absent);
         pg_atomic_write_u32(&slots[my_slot].exports, 0);
+        pg_atomic_write_u32(&slots[my_slot].awake, 0);
     }
     my_slot = -1;
 }
@@ -68,6 +70,7 @@ void worker_load::shmem_init()
             pg_atomic_init_u32(&s.in_flight, 0);
             pg_atomic_init_u32(&s.exports, 0);
             pg_atomic_init_u32(&s.pid, 0);
+            pg_atomic_init_u32(&s.awake, 0);
             pg_atomic_init_u64(&s.started_us, 0);
             pg_atomic_init_u64(&s.launched_us, 0);
             pg_atomic_init_u64(&s.requests, 0);
@@ -108,6 +111,7 @@ void worker_load::attach(int worker)
         now + static_cast<int64>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
     pg_atomic_write_u64(&s.started_us, static_cast<uint64>(unix_us));
     pg_atomic_write_u32(&s.exports, 0);
+    pg_atomic_write_u32(&s.awake, 1);
     pg_atomic_write_u32(&s.connections, 0);
     on_shmem_exit(release_slot, 0);
 }
@@ -121,6 +125,21 @@ void worker_load::publish(unsigned connections)
 {
     if (my_slot >= 0)
         pg_atomic_write_u32(&slots[my_slot].connections, connections);
+}
+
+void worker_load::set_awake(bool awake)
+{
+    if (my_slot >= 0)
+        pg_atomic_write_u32(&slots[my_slot].awake, awake ? 1 : 0);
+}
+
+int worker_load::awake()
+{
+    int n = 0;
+    if (slots != nullptr)
+        for (int i = 0; i < settings::workers; i++)
+            n += pg_atomic_read_u32(&slots[i].awake) != 0;
+    return n;
 }
 
 void worker_load::publish(const Activity &activity)

@@ -42,6 +42,12 @@ void publish(unsigned connections);
 unsigned fewest();
 // Whether any worker is running (the writer waits for none at a clean stop).
 bool any_running();
+// This worker is awake (serving, or looking for the next request) or asleep in its wait; set
+// around a wait that may sleep. A worker is awake from attach() until it exits.
+void set_awake(bool awake);
+// The running workers awake now, this one counted (src/http/busy_poll.hpp: whether a look has a
+// core to spare).
+int awake();
 
 // A place among querygate.max_exports exports written or sent at once, counting every worker:
 // false when they are taken. Each worker counts its own in its slot; one takes a place by counting

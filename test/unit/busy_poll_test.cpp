@@ -1,6 +1,7 @@
 // Tests of src/http/busy_poll.hpp: a worker looks for the next request only after a round that
 // answered something; after a look that found nothing it sleeps at once for the next 1, 2, 4 ...
-// 64 rounds, and the first look that finds something ends the back-off.
+// 64 rounds, and the first look that finds something ends the back-off; and it looks only while
+// fewer workers than cores are awake.
 #include "http/busy_poll.hpp"
 #include "tap.hpp"
 
@@ -87,11 +88,21 @@ void long_run()
     is(looks, 7 + (10000 - 134 + 64) / 65, "never finding: looks in 10000 answered rounds");
 }
 
+void spare_cores()
+{
+    ok(BusyPoll::core_to_spare(1, 2), "2 cores, this worker alone awake: a core to spare");
+    ok(!BusyPoll::core_to_spare(2, 2), "2 cores, 2 workers awake: none to spare");
+    ok(!BusyPoll::core_to_spare(3, 2), "2 cores, 3 workers awake: none to spare");
+    ok(!BusyPoll::core_to_spare(1, 1), "1 core: never");
+    ok(BusyPoll::core_to_spare(4, 16), "16 cores, 4 workers awake: cores to spare");
+}
+
 } // namespace
 
 int main()
 {
     basics();
+    spare_cores();
     backoff();
     idle_rounds();
     long_run();
