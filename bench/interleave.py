@@ -60,7 +60,12 @@ def process_seconds(pid):
     return (int(f[11]) + int(f[12])) / CLK_TCK
 
 
-def run(load, session, switch, quads, phase, settle, sample, first="off", warmup=2.0):
+# After a switch, how long before a phase is counted: the workers see a switched setting at their
+# next round (a reload or a catalog change), and the last round of the old side drains.
+SETTLE_S = 0.3
+
+
+def run(load, session, switch, quads, phase, sample, settle=SETTLE_S, first="off", warmup=2.0):
     """Starts `load` (a command that runs longer than the phases, stopped with SIGINT) and, while it
     runs, `quads` ABBA quads: switch(side), `settle` seconds, then a phase of `phase` seconds counted
     by the workers. sample() is taken at each phase's start and end. Returns the phases (quad, side,
