@@ -116,16 +116,26 @@ void init()
         return;
 
     std::string error;
-    int fd = listen_socket::open(settings::listen_addresses, settings::port, error);
-    if (fd < 0) {
-        // The server still starts: a busy HTTP port must not keep the database down.
+    switch (listen_socket::open(settings::listen_addresses, settings::port, error)) {
+    case listen_socket::Opened::listening:
+        break;
+    case listen_socket::Opened::waiting:
+        // Everything starts; the workers listen once the address is free (listen_socket.hpp).
+        ereport(WARNING, (errcode(ERRCODE_CONFIG_FILE_ERROR),
+                          errmsg("querygate HTTP waits for its address: %s", error.c_str()),
+                          errdetail("The HTTP workers listen as soon as it is free."),
+                          errhint("If another program holds it, set querygate.listen_addresses "
+                                  "and querygate.port to a free address and restart the server.")));
+        break;
+    case listen_socket::Opened::failed:
+        // The server still starts: an HTTP address that cannot be used must not keep the database
+        // down.
         ereport(WARNING, (errcode(ERRCODE_CONFIG_FILE_ERROR),
                           errmsg("querygate HTTP is off: %s", error.c_str()),
                           errhint("Set querygate.listen_addresses and querygate.port to a free "
                                   "address and restart the server.")));
         return;
     }
-    listen_socket::shared_fd = fd;
     prev_shmem_request = shmem_request_hook;
     shmem_request_hook = request_shmem;
     prev_shmem_startup = shmem_startup_hook;

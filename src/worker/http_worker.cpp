@@ -391,6 +391,28 @@ void raise_open_file_limit()
         ereport(LOG, (errmsg("querygate http worker could not raise its open-file limit: %m")));
 }
 
+// The address was in use when the server started (listen_socket.hpp): the socket is bound here as
+// soon as it is free, tried every quarter second (a restart's previous postmaster frees it within
+// moments of its exit). A stop request ends the wait.
+void listen_when_free(int index)
+{
+    if (listen_socket::shared_fd < 0)
+        ereport(FATAL, (errmsg("querygate http worker has no listening socket")));
+    std::string error;
+    bool waited = false;
+    while (!listen_socket::listen_when_free(error)) {
+        waited = true;
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 250,
+                        PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+        if (stop_request::requested())
+            proc_exit(1);
+    }
+    if (waited)
+        ereport(LOG,
+                (errmsg("querygate http worker %d listens: its address is free now", index + 1)));
+}
+
 } // namespace
 
 void querygate_http_worker_main(Datum main_arg)
@@ -402,8 +424,7 @@ void querygate_http_worker_main(Datum main_arg)
 
     BackgroundWorkerInitializeConnection(settings::database, nullptr, 0);
     pgstat_report_appname("querygate");
-    if (listen_socket::shared_fd < 0)
-        ereport(FATAL, (errmsg("querygate http worker has no listening socket")));
+    listen_when_free(DatumGetInt32(main_arg));
     worker_load::attach(DatumGetInt32(main_arg));
     wal_flusher::attach(DatumGetInt32(main_arg));
     // Keep freed memory in this process. A round of many connections frees a few hundred kB of

@@ -124,12 +124,19 @@ my ($rest, $closed) = ('', 0);
 my ($len) = $head =~ /^content-length:\s*(\d+)/mi;
 my $got = length($head) - index($head, "\r\n\r\n") - 4;
 my $sel = IO::Select->new($slow);
-while ($got < $len && $sel->can_read(30 * $F))
+my ($ended, $log_from, $reading) = ('', -s $qg->node->logfile, time());
+while ($got < $len)
 {
-	my $n = sysread($slow, my $buf, 1 << 20) or last;
+	# Why a short read ended, said if it fails: the server closing (and what it logged then)
+	# is not the same fault as a send that stalls.
+	$ended = 'nothing for ' . (30 * $F) . ' s', last unless $sel->can_read(30 * $F);
+	my $n = sysread($slow, my $buf, 1 << 20);
+	$ended = defined $n ? 'the server closed the connection' : "a read failed: $!", last unless $n;
 	$got += $n;
 }
-is($got, $len, 'the slow reader gets every byte in the end');
+is($got, $len, 'the slow reader gets every byte in the end')
+  or diag(sprintf("%s after %.1f s of reading; the server's log meanwhile:\n%s", $ended,
+	time() - $reading, slurp_file($qg->node->logfile, $log_from)));
 close $slow;
 ok(QuerygateTest::poll_until(sub { $qg->get('/q/ex_all?n=5&stream=true', key => $key)->{status} == 200 }),
 	'once it is sent, another export may run');
@@ -142,8 +149,13 @@ ok(QuerygateTest::poll_until(sub { $qg->get('/q/ex_all?n=5&stream=true', key => 
 
 # --- querygate.max_export_size
 $qg->set_and_reload('querygate.max_export_size', '1MB');
-ok(QuerygateTest::poll_until(sub { $qg->get("/q/ex_all?n=$N&stream=true", key => $key)->{status} == 500 }),
-	'an export larger than querygate.max_export_size: 500');
+# Polled with 20,000 rows (about 4 MB): a poll made before the reload reaches the worker sends its
+# whole export, and all of $N (60 MB) took the poll's whole time on a loaded machine.
+my $last;
+ok(QuerygateTest::poll_until(sub { ($last = $qg->get('/q/ex_all?n=20000&stream=true', key => $key))->{status} == 500 }),
+	'an export larger than querygate.max_export_size: 500')
+  or diag('the last answer: status ' . $last->{status} . ', ' . length($last->{content} // '')
+	  . ' bytes, starting ' . substr($last->{content} // '', 0, 300));
 my $big = $qg->get("/q/ex_all?n=$N&stream=true", key => $key);
 $qg->expect_error($big, 500, 'response_too_large', 'response_too_large', names => qr/export/);
 is($qg->get('/q/ex_all?n=100&stream=true', key => $key)->{status}, 200, 'a smaller one still runs');
