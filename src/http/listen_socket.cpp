@@ -101,6 +101,7 @@ bool listen_when_free(std::string &error)
         error = "there is no listening socket";
         return false;
     }
+    error.clear();
     int accepting = 0;
     socklen_t length = sizeof(accepting);
     if (getsockopt(shared_fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &length) == 0 && accepting)
@@ -109,11 +110,15 @@ bool listen_when_free(std::string &error)
     if (::bind(shared_fd, reinterpret_cast<const sockaddr *>(&pending_address), pending_length) !=
             0 &&
         errno != EINVAL) {
-        error = failure(pending_name, errno);
+        if (errno != EADDRINUSE)
+            error = failure(pending_name, errno);
         return false;
     }
+    // EADDRINUSE here too: a bind with SO_REUSEADDR succeeds beside a socket that is only bound,
+    // and the listen finds the other one listening; the next try binds (EINVAL) and listens again.
     if (::listen(shared_fd, backlog) != 0) {
-        error = failure(pending_name, errno);
+        if (errno != EADDRINUSE)
+            error = failure(pending_name, errno);
         return false;
     }
     return true;

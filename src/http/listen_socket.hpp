@@ -27,8 +27,9 @@ enum class Opened {
 Opened open(const char *address, int port, std::string &error);
 
 // In a worker: true when the shared socket listens, binding and listening it first if it does not
-// yet (one try; error says why not, the address still in use, say). Safe in several workers at
-// once: a bind that finds the socket already bound by another counts as bound.
+// yet (one try). When not, error is empty if the address is still in use (the postmaster has said
+// so), else says what else is wrong. Safe in several workers at once: a bind that finds the
+// socket already bound by another counts as bound.
 bool listen_when_free(std::string &error);
 
 // The socket created in the postmaster, inherited by workers; -1 when there is none.

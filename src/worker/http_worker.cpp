@@ -398,10 +398,16 @@ void listen_when_free(int index)
 {
     if (listen_socket::shared_fd < 0)
         ereport(FATAL, (errmsg("querygate http worker has no listening socket")));
-    std::string error;
+    std::string error, said;
     bool waited = false;
     while (!listen_socket::listen_when_free(error)) {
         waited = true;
+        // Anything but the address still in use (which the postmaster has said), once.
+        if (!error.empty() && error != said) {
+            ereport(LOG, (errmsg("querygate http worker %d cannot listen yet: %s", index + 1,
+                                 error.c_str())));
+            said = error;
+        }
         (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 250,
                         PG_WAIT_EXTENSION);
         ResetLatch(MyLatch);
