@@ -394,7 +394,7 @@ void raise_open_file_limit()
 // The address was in use when the server started (listen_socket.hpp): the socket is bound here as
 // soon as it is free, tried every quarter second (a restart's previous postmaster frees it within
 // moments of its exit). A stop request ends the wait.
-void listen_when_free(int index)
+void wait_for_address(int index)
 {
     if (listen_socket::shared_fd < 0)
         ereport(FATAL, (errmsg("querygate http worker has no listening socket")));
@@ -430,7 +430,7 @@ void querygate_http_worker_main(Datum main_arg)
 
     BackgroundWorkerInitializeConnection(settings::database, nullptr, 0);
     pgstat_report_appname("querygate");
-    listen_when_free(DatumGetInt32(main_arg));
+    wait_for_address(DatumGetInt32(main_arg));
     worker_load::attach(DatumGetInt32(main_arg));
     wal_flusher::attach(DatumGetInt32(main_arg));
     // Keep freed memory in this process. A round of many connections frees a few hundred kB of
