@@ -148,36 +148,42 @@ std::string client_address(MHD_Connection *conn)
     return buf;
 }
 
-// Queues an answer; `last`: the connection closes after it (libmicrohttpd reads the header). An
-// answer in a file (an export) is sent from the file, which libmicrohttpd closes once done.
-MHD_Result send(MHD_Connection *conn, HttpResponse &resp, bool last)
-{
-    MHD_Response *r = nullptr;
-    if (resp.file.present()) {
-        const std::uint64_t size = resp.file.size();
-        const int fd = resp.file.release();
-        r = MHD_create_response_from_fd64(size, fd);
-        if (r == nullptr)
-            ::close(fd);
-    } else {
-        r = MHD_create_response_from_buffer(resp.body.size(), const_cast<char *>(resp.body.data()),
-                                            MHD_RESPMEM_MUST_COPY);
-    }
-    if (r == nullptr)
-        return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp.content_type.c_str());
-    for (const auto &h : resp.headers)
-        MHD_add_response_header(r, h.name, h.value.c_str());
-    if (last)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    const bool queued = own_answers::queue_ours(conn, static_cast<unsigned int>(resp.status), r);
-    MHD_destroy_response(r);
-    return queued ? MHD_YES : MHD_NO;
-}
-
 } // namespace
 
 struct HttpServer::Callbacks {
+    // Queues an answer; the connection closes after it when the worker stops (libmicrohttpd
+    // reads the header). An answer in a file (an export) is sent from the file, which
+    // libmicrohttpd closes once done. A small answer from a buffer is kept as the server's last
+    // (HttpServer::last_answer_), the one kept before it let go first.
+    static MHD_Result send(HttpServer *self, MHD_Connection *conn, HttpResponse &resp)
+    {
+        self->let_go_last_answer();
+        const bool from_file = resp.file.present();
+        MHD_Response *r = nullptr;
+        if (from_file) {
+            const std::uint64_t size = resp.file.size();
+            const int fd = resp.file.release();
+            r = MHD_create_response_from_fd64(size, fd);
+            if (r == nullptr)
+                ::close(fd);
+        } else {
+            r = MHD_create_response_from_buffer(
+                resp.body.size(), const_cast<char *>(resp.body.data()), MHD_RESPMEM_MUST_COPY);
+        }
+        if (r == nullptr)
+            return MHD_NO;
+        own_answers::add_headers(r, resp);
+        if (self->stopping())
+            MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+        const bool queued =
+            own_answers::queue_ours(conn, static_cast<unsigned int>(resp.status), r);
+        if (queued && !from_file && resp.body.size() <= last_answer_most)
+            self->last_answer_ = r; // our reference, given up by the next send or at the end
+        else
+            MHD_destroy_response(r);
+        return queued ? MHD_YES : MHD_NO;
+    }
+
     static MHD_Result access(void *cls, MHD_Connection *conn, const char *url, const char *method,
                              const char *, const char *upload_data, size_t *upload_data_size,
                              void **con_cls)
@@ -216,13 +222,13 @@ struct HttpServer::Callbacks {
                     HttpResponse resp;
                     self->answered_++;
                     self->refusal_(req, status, resp);
-                    return send(conn, resp, self->stopping());
+                    return send(self, conn, resp);
                 }
                 return MHD_YES;
             }
             // Resumed by release_held() (the writes it may show are durable) or answer_later().
             if (state->held)
-                return send(conn, state->response, self->stopping());
+                return send(self, conn, state->response);
             if (*upload_data_size > 0) {
                 size_t n = *upload_data_size;
                 *upload_data_size = 0;
@@ -261,7 +267,7 @@ struct HttpServer::Callbacks {
                 return self->send_stream(conn, resp) ? MHD_YES : MHD_NO;
             if (self->hold(conn, state, resp))
                 return MHD_YES;
-            return send(conn, resp, self->stopping());
+            return send(self, conn, resp);
         } catch (const std::exception &e) {
             self->keep_log(self->log_.faults, e.what());
             return internal_error(self, state, conn);
@@ -279,7 +285,7 @@ struct HttpServer::Callbacks {
         try {
             HttpResponse resp;
             self->refusal_(state != nullptr ? state->request : HttpRequest(), 500, resp);
-            return send(conn, resp, self->stopping());
+            return send(self, conn, resp);
         } catch (...) {
             return MHD_NO;
         }
@@ -470,6 +476,15 @@ HttpServer::~HttpServer()
     release_held(UINT64_MAX);
     if (daemon_ != nullptr)
         MHD_stop_daemon(daemon_);
+    let_go_last_answer();
+}
+
+void HttpServer::let_go_last_answer() noexcept
+{
+    if (last_answer_ != nullptr) {
+        MHD_destroy_response(last_answer_); // freed here unless a connection still sends it
+        last_answer_ = nullptr;
+    }
 }
 
 bool HttpServer::hold(MHD_Connection *conn, RequestState *state, HttpResponse &resp)
@@ -501,9 +516,7 @@ bool HttpServer::send_stream(MHD_Connection *conn, HttpResponse &resp)
         return false;
     }
     streams_++; // stream_free counts it out, whatever becomes of the answer from here
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp.content_type.c_str());
-    for (const auto &h : resp.headers)
-        MHD_add_response_header(r, h.name, h.value.c_str());
+    own_answers::add_headers(r, resp);
     const bool queued = own_answers::queue_ours(conn, static_cast<unsigned int>(resp.status), r);
     MHD_destroy_response(r);
     return queued;

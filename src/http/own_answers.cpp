@@ -108,9 +108,7 @@ MHD_Result replace(MHD_Connection *connection, unsigned int status)
             ours.body.size(), const_cast<char *>(ours.body.data()), MHD_RESPMEM_MUST_COPY);
         if (r == nullptr)
             return MHD_NO;
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ours.content_type.c_str());
-        for (const auto &h : ours.headers)
-            MHD_add_response_header(r, h.name, h.value.c_str());
+        own_answers::add_headers(r, ours);
         const MHD_Result rc = real(connection, static_cast<unsigned int>(ours.status), r);
         MHD_destroy_response(r);
         return rc;
@@ -126,6 +124,13 @@ namespace own_answers {
 void set_maker(Maker m)
 {
     maker = std::move(m);
+}
+
+void add_headers(MHD_Response *response, const HttpResponse &answer)
+{
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, answer.content_type.c_str());
+    for (const auto &h : answer.headers)
+        MHD_add_response_header(response, h.name, h.value.c_str());
 }
 
 bool queue_ours(MHD_Connection *connection, unsigned int status, MHD_Response *response)

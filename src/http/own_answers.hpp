@@ -32,4 +32,7 @@ void set_maker(Maker maker);
 // whether it was queued.
 bool queue_ours(MHD_Connection *connection, unsigned int status, MHD_Response *response);
 
+// Gives `response` the answer's Content-Type and headers (libmicrohttpd copies each).
+void add_headers(MHD_Response *response, const HttpResponse &answer);
+
 } // namespace own_answers
