@@ -190,7 +190,7 @@ class HttpServer {
     // its quick per-thread lists. Freed as soon as it is sent, they would wait in glibc's fast bins
     // until the next query's first large allocation (btbeginscan's ~27 kB palloc, every lookup)
     // sweeps them into the ordinary bins, from which every block of the next answer is then made
-    // the slow way: ~0.5 us a lookup in malloc's own code (perf: malloc_consolidate, unlink_chunk,
+    // the slow way: ~0.3 us a lookup in malloc's own code (perf: malloc_consolidate, unlink_chunk,
     // _int_malloc). Only an answer from a buffer of at most last_answer_most bytes is kept: the
     // memory it holds stays small, and an export's file is closed when it is sent, not later.
     static constexpr std::size_t last_answer_most = 16 * 1024;
