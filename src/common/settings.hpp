@@ -26,6 +26,7 @@ extern int log_requests_format; // querygate.log_requests_format: a LogFormat (r
 extern int limit_entries;       // querygate.limit_entries: callers counted at once (restart)
 extern double anonymous_rate;   // querygate.anonymous_rate_limit: calls/s per address without a key
 extern int anonymous_burst;     // querygate.anonymous_burst (reload)
+extern int rate_limit_headers;  // querygate.rate_limit_headers: a RateLimitHeaders (reload)
 extern int quota_flush_interval;   // querygate.quota_flush_interval, seconds (reload)
 extern int stat_entries;           // querygate.stat_entries: queries x policies counted (restart)
 extern bool statistics;            // querygate.statistics: calls are counted (reload)
@@ -58,6 +59,10 @@ extern char *fault_injection; // querygate.fault_injection: tests only (pg_guard
 // The values of querygate.log_requests and querygate.log_requests_format (http/access_log.hpp).
 enum LogRequests { log_off = 0, log_errors = 1, log_all = 2 };
 enum LogFormat { log_text = 0, log_json = 1 };
+
+// The values of querygate.rate_limit_headers: which answers to a caller with limits carry the
+// RateLimit headers (every one, or only a 429).
+enum RateLimitHeaders { limit_headers_all = 0, limit_headers_refused = 1 };
 
 // Bumped by the worker after every reload, so values derived from settings are rebuilt.
 extern unsigned long generation;

@@ -806,7 +806,9 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
 
 void RequestHandler::add_limit_headers(HttpResponse &response, const LimitReport &report)
 {
-    if (report.present) {
+    // querygate.rate_limit_headers = refused: only a refusal says where the caller stands.
+    if (report.present &&
+        (response.status == 429 || settings::rate_limit_headers == settings::limit_headers_all)) {
         response.add_header("RateLimit-Limit", std::to_string(report.limit));
         response.add_header("RateLimit-Remaining", std::to_string(report.remaining));
         response.add_header("RateLimit-Reset", std::to_string(report.reset_seconds));

@@ -35,6 +35,7 @@ int log_requests_format = log_text;
 int limit_entries = 10000;
 double anonymous_rate = 0;
 int anonymous_burst = 0;
+int rate_limit_headers = limit_headers_all;
 int quota_flush_interval = 10;
 int stat_entries = 5000;
 bool statistics = true;
@@ -75,6 +76,11 @@ const struct config_enum_entry log_requests_options[] = {
 
 const struct config_enum_entry log_format_options[] = {
     {"text", log_text, false}, {"json", log_json, false}, {nullptr, 0, false}};
+
+const struct config_enum_entry rate_limit_headers_options[] = {
+    {"all", limit_headers_all, false},
+    {"refused", limit_headers_refused, false},
+    {nullptr, 0, false}};
 
 void define_restart_only()
 {
@@ -250,6 +256,14 @@ void define_reloadable()
                             "querygate.anonymous_rate_limit applies; 0: the rate, rounded up.",
                             nullptr, &anonymous_burst, 0, 0, 1000000000, PGC_SIGHUP, 0, nullptr,
                             nullptr, nullptr);
+    DefineCustomEnumVariable(
+        "querygate.rate_limit_headers",
+        "Which answers to a caller with limits carry the RateLimit headers: all, or refused "
+        "(429 only).",
+        "A 429 always carries them, with Retry-After. refused tells callers their limits only "
+        "when they reach one, and spares every other answer three headers.",
+        &rate_limit_headers, limit_headers_all, rate_limit_headers_options, PGC_SIGHUP, 0, nullptr,
+        nullptr, nullptr);
     DefineCustomBoolVariable("querygate.statistics",
                              "Counts every call in querygate.stat_queries and GET /metrics.",
                              nullptr, &statistics, true, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);

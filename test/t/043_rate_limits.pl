@@ -189,4 +189,29 @@ $qg->expect_rows($qg->get('/q/rl_item?id=1', key => $key), [ { id => 1, n => 0 }
 $qg->set_and_reload('querygate.anonymous_rate_limit', '0');
 ok(poll_until(sub { $qg->get('/q/rl_item?id=1')->{status} == 401 }), 'with the limit off, 401 again');
 
+# ---- querygate.rate_limit_headers = refused: only a 429 says where the caller stands
+$qg->sql(q{SELECT querygate.set_limits(key => 'limited_key1', rate_per_second => 100, burst => 1000)});
+$qg->set_and_reload('querygate.rate_limit_headers', 'refused');
+ok(QuerygateTest::poll_fresh(sub { $qg->fresh_request('GET', '/q/rl_item?id=1', key => $key) },
+		sub { $_[0]{status} == 200 && !exists $_[0]{headers}{'ratelimit-remaining'} }),
+	'with refused, a success to a limited caller has no RateLimit-Remaining (8 in a row, fresh connections)');
+my $quiet = $qg->fresh_request('GET', '/q/rl_item?id=1', key => $key);
+$qg->expect_rows($quiet, [ { id => 1, n => 0 } ], 'the call is answered as before');
+is(join(',', grep { /^ratelimit-|^retry-after$/ } sort keys %{ $quiet->{headers} }), '',
+	'and carries none of RateLimit-Limit, -Remaining, -Reset or Retry-After');
+$qg->sql(q{SELECT querygate.set_limits(key => 'limited_key1', rate_per_second => 0.001, burst => 1)});
+my @answers = map { $qg->get('/q/rl_item?id=1', key => $key) } 1 .. 2;
+is(join(' ', map { $_->{status} } @answers), '200 429', 'a burst of 1: the first call admitted, the second refused');
+ok(!exists $answers[0]{headers}{'ratelimit-limit'}, 'the admitted one without RateLimit headers');
+$qg->expect_error($answers[1], 429, 'rate_limited', 'the refused one');
+is($answers[1]{headers}{'ratelimit-limit'}, 1, 'the 429 still carries RateLimit-Limit');
+is($answers[1]{headers}{'ratelimit-remaining'}, 0, 'and RateLimit-Remaining');
+cmp_ok($answers[1]{headers}{'ratelimit-reset'}, '>', 0, 'and RateLimit-Reset');
+cmp_ok($answers[1]{headers}{'retry-after'}, '>=', 900, 'and Retry-After');
+$qg->set_and_reload('querygate.rate_limit_headers', 'all');
+$qg->sql(q{SELECT querygate.set_limits(key => 'limited_key1', rate_per_second => 100, burst => 1000)});
+ok(QuerygateTest::poll_fresh(sub { $qg->fresh_request('GET', '/q/rl_item?id=1', key => $key) },
+		sub { $_[0]{status} == 200 && defined $_[0]{headers}{'ratelimit-remaining'} }),
+	'back to all (the default): every success carries them again');
+
 done_testing();
