@@ -188,6 +188,7 @@ char *trusted_proxies = nullptr;
 char *cors_allowed_origins = nullptr;
 int log_requests = log_off;
 int log_requests_format = log_text;
+int rate_limit_headers = limit_headers_all;
 char *metrics_token = nullptr;
 bool history = false;
 int event_buffer = 0;
