@@ -219,6 +219,22 @@ sub sql
 	return $self->{node}->safe_psql('postgres', $sql);
 }
 
+# Returns once at least $seconds are left of the UTC day on the server's clock, sleeping past
+# midnight when fewer are. For a part of a test that counts on one day from its start to its end
+# (a day's history partition, a quota counted per day): CI may run it at any hour, and a part that
+# crosses midnight would see two days. Returns the seconds slept.
+sub day_with_room
+{
+	my ($self, $seconds) = @_;
+	my $left = $self->sql(q{SELECT extract(epoch FROM date_trunc('day', now() AT TIME ZONE 'UTC')
+	                                             + interval '1 day' - now() AT TIME ZONE 'UTC')});
+	return 0 if $left >= $seconds;
+	my $sleep = $left + 2;
+	Test::More::note("waiting ${sleep}s for midnight UTC: the next part needs $seconds s of one day");
+	usleep(int($sleep * 1_000_000));
+	return $sleep;
+}
+
 # ALTER SYSTEM SET name = value (value is quoted) and reload. The change reaches the workers
 # asynchronously: callers poll for the new behaviour.
 sub set_and_reload

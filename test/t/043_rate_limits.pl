@@ -146,6 +146,8 @@ is($qg->sql('SELECT n FROM rl_items WHERE id = 2'), '3', 'and the writes were ma
 $qg->sql(q{SELECT querygate.set_limits(key => 'limited_key1', max_in_flight => 0)});
 
 # ---- quotas: counted per period, refused when used up, saved and read back after a restart
+# A quota per day: this part runs inside one (two restarts included).
+$qg->day_with_room(QuerygateTest::timeouts(90));
 my $qkey = $qg->access(policy => 'limited', key => 'quota_key', key_args => 'quota => 3');
 for my $i (1 .. 3)
 {

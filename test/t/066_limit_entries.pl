@@ -28,6 +28,8 @@ my @keys = split /\n/, $qg->sql(qq{
 	FROM generate_series(1, $entries + 1) g ORDER BY g});
 is(scalar @keys, $entries + 1, 'one key more than the table has entries, each with a quota');
 
+# Every count below is of a quota per day: the test runs inside one.
+$qg->day_with_room(QuerygateTest::timeouts(90));
 my $client = $qg->new_client;
 sub call_with { return $qg->get('/q/le_item?id=1', key => $keys[ $_[0] - 1 ], client => $client); }
 
