@@ -3,6 +3,7 @@
 
 #include "call/history_ring.hpp"
 #include "common/settings.hpp"
+#include "http/log_throttle.hpp"
 #include "pg/pg_guard.hpp"
 #include "rules/history_retention.hpp"
 
@@ -40,6 +41,8 @@ extern "C" {
 
 #include <cstdio>
 #include <cstring>
+#include <new>
+#include <string>
 
 namespace history_writer {
 
@@ -95,13 +98,49 @@ void commit()
     pgstat_report_activity(STATE_IDLE, nullptr);
 }
 
-void abort_after(const pg::PgError &e, const char *what)
+void abort_after(const pg::PgError &e, const char *what, int level = WARNING)
 {
-    ereport(WARNING, (errmsg("querygate writer: %s: %s", what, e.message.c_str())));
+    ereport(level, (errmsg("querygate writer: %s: %s", what, e.message.c_str())));
     pg::guard([] {
         AbortCurrentTransaction();
         pgstat_report_activity(STATE_IDLE, nullptr);
     });
+}
+
+// A batch that fails fails again with the next while its cause stands (an administrator's index
+// or trigger on a partition, a full disk), and batches come every flush interval or sooner: at the
+// full call rate that was a WARNING or more a second. So the first of a minute is a WARNING, the
+// rest go to DEBUG1, and one WARNING a minute says how many there were and what the last said
+// (log_throttle.hpp, as libmicrohttpd's messages about callers). Each is counted as dropped
+// either way (querygate.stat_history).
+constexpr const char *batch_not_saved =
+    "run history not saved (the records are counted as dropped)";
+LogThrottle failed_batches;
+
+// The level of a failed batch's message. No memory for the throttle's copy of it: a WARNING.
+int failed_batch_level(const pg::PgError &e) noexcept
+{
+    try {
+        return failed_batches.note(std::string(batch_not_saved) + ": " + e.message,
+                                   LogThrottle::Clock::now())
+                   ? WARNING
+                   : DEBUG1;
+    } catch (...) {
+        return WARNING;
+    }
+}
+
+// The minute's count of failed batches left at DEBUG1, when the minute is over.
+void say_failed_batches()
+{
+    std::string summary;
+    try {
+        if (!failed_batches.summary_due(LogThrottle::Clock::now(), summary))
+            return;
+    } catch (...) {
+        return; // said with the next
+    }
+    ereport(WARNING, (errmsg("querygate writer: %s", summary.c_str())));
 }
 
 // The columns a record fills, by name: a column the table has and this list does not is NULL.
@@ -480,7 +519,7 @@ bool insert(history_ring::Taken &batch)
             commit();
         });
     } catch (const pg::PgError &e) {
-        abort_after(e, "run history not saved (the records are counted as dropped)");
+        abort_after(e, batch_not_saved, failed_batch_level(e));
         saved = false;
     }
     return saved;
@@ -539,6 +578,7 @@ bool drop_partition(Oid parent, Oid partition)
 
 void save(bool all)
 {
+    say_failed_batches();
     if (RecoveryInProgress())
         return;
     for (int pass = 0; all || pass < batches_per_pass; pass++) {

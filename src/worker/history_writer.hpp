@@ -4,7 +4,8 @@
 // in the partition of their time (rules/history_retention.hpp: made when a record finds none); and
 // once a minute the partitions older than querygate.history_retention are dropped.
 // Called by the writer (state_writer.cpp) with no transaction open; errors are caught, logged and
-// counted (a batch that cannot be saved is counted as dropped, never retried forever).
+// counted (a batch that cannot be saved is counted as dropped, never retried forever; a WARNING
+// for the first of a minute, one for the rest).
 #pragma once
 
 namespace history_writer {

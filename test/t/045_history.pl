@@ -177,7 +177,7 @@ is($qg->sql('SELECT count(*) FROM querygate.history WHERE request_id IN ('
 $qg->sql(q{ALTER SYSTEM RESET querygate.history_flush_interval;
            ALTER SYSTEM RESET querygate.quota_flush_interval; SELECT pg_reload_conf()});
 
-# ---- partitions and retention
+# ---- partitions
 # The records are in the partition of the UTC day they were made, named after it and made by the
 # writer; the next day's is made ahead of it. Each part below that names the day's partition
 # starts with time for itself before midnight (CI runs at any hour).
@@ -199,6 +199,47 @@ ok( QuerygateTest::poll_until(sub {
 		}, QuerygateTest::timeouts(120)),
 	"the next day's partition is made ahead of it");
 
+# ---- a batch that fails
+# The writer keeps its slots from one batch to the next; a batch that fails leaves them holding
+# its tuples. Here an administrator's unique index on the day's partition makes a batch fail (a
+# request id used again): the batch is counted as dropped and logged, and the next one is saved.
+sub dropped { return $qg->sql('SELECT dropped FROM querygate.stat_history'); }
+sub rows_with { return $qg->sql('SELECT count(*) FROM querygate.history WHERE request_id = ' . QuerygateTest::sql_quote($_[0])); }
+sub call_as
+{
+	my ($id) = @_;
+	return $qg->request('GET', '/q/hi_person?id=1', key => $key, headers => { 'X-Request-Id' => $id },
+		client => $qg->new_client);
+}
+$qg->day_with_room(QuerygateTest::timeouts(30));
+$today = $qg->sql(q{SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')});
+$qg->sql(qq{CREATE UNIQUE INDEX hi_dup ON querygate.history_$today (request_id) WHERE request_id LIKE 'dup-%'});
+is(call_as('dup-1')->{status}, 200, 'a call with a request id of its own');
+ok(QuerygateTest::poll_until(sub { rows_with('dup-1') == 1 }), 'is saved, through the unique index');
+my $dropped_before = dropped();
+my $failures_from = -s $qg->node->logfile;
+is(call_as('dup-1')->{status}, 200, 'a second call with the same id is answered');
+ok( QuerygateTest::poll_until(sub { slurp_file($qg->node->logfile, $failures_from) =~ /run history not saved/ }),
+	'its batch fails, and the writer says so');
+is(dropped() - $dropped_before, 1, 'its record is counted as dropped');
+is(rows_with('dup-1'), 1, 'the first row stays, once');
+is(call_as('dup-2')->{status}, 200, 'a call after the failed batch');
+ok(QuerygateTest::poll_until(sub { rows_with('dup-2') == 1 }), 'is saved: the writer goes on');
+# Two more that fail: each is counted, but a cause that stands would fail every batch, so the
+# log has one WARNING of them a minute (the rest at DEBUG1) and, once the minute is over, a line
+# saying how many more there were (checked after the retention's part below, which waits for the
+# writer's minute anyway).
+for my $i (1 .. 2)
+{
+	my $before = dropped();
+	is(call_as('dup-1')->{status}, 200, "the same id again ($i)");
+	ok(QuerygateTest::poll_until(sub { dropped() == $before + 1 }), 'its failed batch is counted as dropped');
+}
+my $warnings = () = slurp_file($qg->node->logfile, $failures_from) =~ /WARNING:  querygate writer: run history not saved/g;
+is($warnings, 1, 'three failed batches in a minute, one WARNING');
+$qg->sql('DROP INDEX querygate.hi_dup');
+
+# ---- retention
 # An old partition (made here as an administrator could, with a row two days old) goes as a whole
 # once it is older than querygate.history_retention: its table is dropped.
 $qg->sql(q{CREATE TABLE querygate.history_old (LIKE querygate.history);
@@ -231,37 +272,12 @@ ok( QuerygateTest::poll_until(sub { $qg->sql(q{SELECT to_regclass('querygate.his
 is($qg->sql(q{SELECT count(*) FROM querygate.history WHERE request_id = 'old-1'}), '0', 'and its rows with it');
 ok(history_count() > 0, 'the newer rows stay');
 
-# ---- a batch that fails, and a partition whose columns are numbered differently
-# The writer keeps its slots from one batch to the next; a batch that fails leaves them holding
-# its tuples. Here an administrator's unique index on the day's partition makes a batch fail (a
-# request id used again): the batch is counted as dropped and logged, and the next one is saved.
-sub dropped { return $qg->sql('SELECT dropped FROM querygate.stat_history'); }
-sub rows_with { return $qg->sql('SELECT count(*) FROM querygate.history WHERE request_id = ' . QuerygateTest::sql_quote($_[0])); }
-sub call_as
-{
-	my ($id) = @_;
-	return $qg->request('GET', '/q/hi_person?id=1', key => $key, headers => { 'X-Request-Id' => $id },
-		client => $qg->new_client);
-}
-$qg->day_with_room(QuerygateTest::timeouts(60)); # through the swapped partition's part below
-$today = $qg->sql(q{SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')});
-$qg->sql(qq{CREATE UNIQUE INDEX hi_dup ON querygate.history_$today (request_id) WHERE request_id LIKE 'dup-%'});
-is(call_as('dup-1')->{status}, 200, 'a call with a request id of its own');
-ok(QuerygateTest::poll_until(sub { rows_with('dup-1') == 1 }), 'is saved, through the unique index');
-my $dropped_before = dropped();
-$log_offset = -s $qg->node->logfile;
-is(call_as('dup-1')->{status}, 200, 'a second call with the same id is answered');
-ok( QuerygateTest::poll_until(sub { slurp_file($qg->node->logfile, $log_offset) =~ /run history not saved/ }),
-	'its batch fails, and the writer says so');
-is(dropped() - $dropped_before, 1, 'its record is counted as dropped');
-is(rows_with('dup-1'), 1, 'the first row stays, once');
-is(call_as('dup-2')->{status}, 200, 'a call after the failed batch');
-ok(QuerygateTest::poll_until(sub { rows_with('dup-2') == 1 }), 'is saved: the writer goes on');
-$qg->sql('DROP INDEX querygate.hi_dup');
-
+# ---- a partition whose columns are numbered differently
 # The day's partition swapped for one made by an administrator with a column dropped before the
 # others (so every column is numbered one further on, after a dropped one): the writer's slots,
 # made for the other partition's columns, are made again for these, and the rows are whole.
+$qg->day_with_room(QuerygateTest::timeouts(30));
+$today = $qg->sql(q{SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')});
 $qg->sql(qq{CREATE TABLE querygate.hi_swap (gone int, LIKE querygate.history);
             ALTER TABLE querygate.hi_swap DROP COLUMN gone;
             ALTER TABLE querygate.history DETACH PARTITION querygate.history_$today;
@@ -281,6 +297,13 @@ $qg->sql(qq{ALTER TABLE querygate.history DETACH PARTITION querygate.hi_swap;
                               TO (date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '1 day')});
 my $back = call('GET', '/q/hi_person?id=5', key => $key);
 ok(QuerygateTest::poll_until(sub { row_of($back->{id}) ne '' }), 'and with the day\'s own partition back, rows are saved there again');
+
+# The failed batches' minute, over: one line for the two left at DEBUG1.
+ok( QuerygateTest::poll_until(sub {
+			slurp_file($qg->node->logfile, $failures_from) =~
+			  /WARNING:  querygate writer: 2 more messages in the last 60 s \(at the debug level\), the last: run history not saved .*duplicate key/
+		}, QuerygateTest::timeouts(90)),
+	'once the minute is over, one WARNING says how many more failed batches there were, and the last one\'s error');
 
 # ---- off
 $qg->set_and_reload('querygate.history', 'off');
