@@ -6,6 +6,7 @@
 #include "http/json_text.hpp"
 
 #include <cctype>
+#include <new>
 
 namespace mcp {
 
@@ -41,10 +42,42 @@ std::string origin_host(const std::string &origin)
     return host;
 }
 
+// Whether a tool answers rows (a page of them), rather than a write's own object.
+bool answers_rows(const Query &q)
+{
+    return !(q.writes && !q.returns_rows);
+}
+
+// A tool's arguments: its query's parameters, and for one that answers rows page and page_size,
+// as /q/{name} takes them (no parameter may have either name).
+Owned input_schema(const Query &q)
+{
+    Owned s = params_schema(q);
+    if (!answers_rows(q))
+        return s;
+    json_t *props = json_object_get(s.v, "properties");
+    if (props == nullptr) // never: params_schema makes it
+        return s;
+    Owned page = object();
+    set(page, "type", str("integer"));
+    set(page, "minimum", integer(1));
+    set(page, "description",
+        str("the page of rows to answer, from 1 (1 when not given); "
+            "has_more says whether another follows"));
+    Owned size = object();
+    set(size, "type", str("integer"));
+    set(size, "minimum", integer(1));
+    set(size, "description", str("rows a page (the server's default page size when not given)"));
+    if (json_object_set_new(props, "page", page.take()) != 0 ||
+        json_object_set_new(props, "page_size", size.take()) != 0)
+        throw std::bad_alloc();
+    return s;
+}
+
 // A tool's answer schema: the rows and whether more follow, or a write's own object.
 Owned output_schema(const Query &q)
 {
-    if (q.writes && !q.returns_rows)
+    if (!answers_rows(q))
         return row_schema(q);
     Owned s = object();
     set(s, "type", str("object"));
@@ -52,11 +85,12 @@ Owned output_schema(const Query &q)
     Owned rows = object();
     set(rows, "type", str("array"));
     set(rows, "items", row_schema(q));
-    set(rows, "description", str("the rows of the answer's first page"));
+    set(rows, "description", str("the rows of the page asked for (the first when none was)"));
     set(props, "rows", std::move(rows));
     Owned more = object();
     set(more, "type", str("boolean"));
-    set(more, "description", str("whether rows beyond this page were left out"));
+    set(more, "description",
+        str("whether rows beyond this page were left out: call again with the next page"));
     set(props, "has_more", std::move(more));
     set(s, "properties", std::move(props));
     Owned req = array();
@@ -72,7 +106,7 @@ Owned tool(const Query &q)
     set(t, "name", str(q.name));
     set(t, "description",
         str(q.description.empty() ? "Runs the saved query " + q.name + "." : q.description));
-    set(t, "inputSchema", params_schema(q));
+    set(t, "inputSchema", input_schema(q));
     set(t, "outputSchema", output_schema(q));
     Owned hints = object();
     set(hints, "readOnlyHint", boolean(!q.writes));

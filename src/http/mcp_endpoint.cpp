@@ -6,6 +6,7 @@
 #include "common/settings.hpp"
 #include "http/error_body.hpp"
 #include "http/mcp.hpp"
+#include "http/paging_args.hpp"
 
 // POST /mcp: one JSON-RPC message a request, answered as application/json; no session, so any
 // worker answers any request. The transport's refusals (a method, an origin, a protocol version,
@@ -107,8 +108,16 @@ RequestHandler::call_tool(const HttpRequest &request, const std::string &name,
     CallRequest call = start_call(request, name, id, logged);
     if (refused_without_credentials(call, response, id))
         return ToolOutcome::refused;
+    // page and page_size as /q/{name} takes them (no parameter has either name); a wrong one is
+    // the tool's error, before anything runs, as /q/{name}'s 400 is.
+    ApiError paging;
     if (args != nullptr)
         for (const auto &[param, v] : args->members) {
+            if (paging_args::is_paging(param)) {
+                if (!paging.set())
+                    paging = paging_args::from_json(param, v, call);
+                continue;
+            }
             // As a POST body's "params": every kind reaches the input function as text.
             CallParam p;
             p.name = param;
@@ -117,7 +126,11 @@ RequestHandler::call_tool(const HttpRequest &request, const std::string &name,
             call.params.push_back(std::move(p));
         }
     // A write runs here rather than in a helper: the answer is made in this request.
-    CallResult result = runner_.run(call, false);
+    CallResult result;
+    if (paging.set())
+        result.error = std::move(paging);
+    else
+        result = runner_.run(call, false);
     logged.key = std::move(result.key_name);
     logged.policy = std::move(result.policy);
     note_result(logged, result);

@@ -8,6 +8,7 @@
 #include "http/openapi.hpp"
 #include "http/json_body.hpp"
 #include "http/json_text.hpp"
+#include "http/paging_args.hpp"
 #include "http/prometheus_text.hpp"
 #include "common/settings.hpp"
 #include "common/version.hpp"
@@ -28,8 +29,6 @@
 #include <set>
 
 namespace {
-
-constexpr long max_page = 1000000000L; // keeps (page - 1) * page_size far from overflow
 
 bool valid_request_id(const std::string &id)
 {
@@ -91,23 +90,6 @@ void presented_credentials(const HttpRequest &request, CallRequest &call)
     std::string token;
     if (bearer_token(request, token))
         presented_token(token, call);
-}
-
-// A positive decimal integer within [1, max]; false for anything else.
-bool parse_positive(const std::string &text, long max, long &out)
-{
-    if (text.empty() || text.size() > 12)
-        return false;
-    long v = 0;
-    for (char c : text) {
-        if (!chars::is_digit(c))
-            return false;
-        v = v * 10 + (c - '0');
-    }
-    if (v < 1 || v > max)
-        return false;
-    out = v;
-    return true;
 }
 
 // A number of seconds as a caller writes a timeout ("10", "0.5", at most three decimals) in whole
@@ -197,14 +179,6 @@ ApiError not_acceptable()
                                                             " (?format=json, ndjson, csv or tsv)");
 }
 
-ApiError invalid_paging(const char *what)
-{
-    return api_errors::make(
-        error_code::invalid_paging,
-        std::string(what) + " must be a whole number from 1 to " +
-            std::to_string(std::string(what) == "page_size" ? settings::max_page_size : max_page));
-}
-
 // Reads a POST body into the call. An empty body is a call without parameters (curl -X POST).
 // format_given: set when the body names the format; paged, when it gives page or page_size.
 ApiError read_json_body(const std::string &body, CallRequest &call, bool &format_given, bool &paged)
@@ -251,12 +225,9 @@ ApiError read_json_body(const std::string &body, CallRequest &call, bool &format
                 p.value = v.text;
                 call.params.push_back(std::move(p));
             }
-        } else if (field == "page" || field == "page_size") {
-            bool is_page = field == "page";
-            long max = is_page ? max_page : settings::max_page_size;
-            if (value.kind != Kind::number ||
-                !parse_positive(value.text, max, is_page ? call.page : call.page_size))
-                return invalid_paging(field.c_str());
+        } else if (paging_args::is_paging(field)) {
+            if (ApiError e = paging_args::from_json(field, value, call); e.set())
+                return e;
             paged = true;
         } else if (field == "stream") {
             if (value.kind != Kind::boolean)
@@ -285,11 +256,9 @@ ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &
                            bool &paged)
 {
     for (const auto &arg : request.args) {
-        if (arg.first == "page" || arg.first == "page_size") {
-            bool is_page = arg.first == "page";
-            long max = is_page ? max_page : settings::max_page_size;
-            if (!parse_positive(arg.second, max, is_page ? call.page : call.page_size))
-                return invalid_paging(arg.first.c_str());
+        if (paging_args::is_paging(arg.first)) {
+            if (ApiError e = paging_args::from_text(arg.first, arg.second, call); e.set())
+                return e;
             paged = true;
         } else if (arg.first == "stream") {
             if (arg.second != "true" && arg.second != "false")

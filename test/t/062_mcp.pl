@@ -92,6 +92,31 @@ ok(!$write_tool->{annotations}{readOnlyHint} && $write_tool->{annotations}{destr
 	'annotated not read-only');
 is_deeply($r->{calls}[0]{structuredContent}, { rows_affected => 1 }, 'tools/call writes: rows_affected');
 is($qg->sql('SELECT score FROM mcp_people WHERE id = 1'), '15', 'written');
+ok(!exists $write_tool->{inputSchema}{properties}{page}, 'a write without RETURNING takes no page');
+
+# --- paging: page and page_size among a tool's arguments, as /q/{name} takes them
+$qg->sql(q{INSERT INTO mcp_people SELECT g, 'p' || g, 'x', g FROM generate_series(3, 7) g;
+           SELECT querygate.save_query('mcp_ids', 'SELECT id FROM mcp_people ORDER BY id');
+           SELECT querygate.grant_query('mcp_pol', 'mcp_ids')});
+$r = sdk($key, { name => 'mcp_ids', arguments => { page_size => 3 } },
+	{ name => 'mcp_ids', arguments => { page => 3, page_size => 3 } },
+	{ name => 'mcp_ids', arguments => {} },
+	{ name => 'mcp_ids', arguments => { page => 0 } },
+	{ name => 'mcp_ids', arguments => { page_size => 1001 } });
+my ($ids_tool) = grep { $_->{name} eq 'mcp_ids' } @{ $r->{tools} };
+is_deeply({ map { $_ => $ids_tool->{inputSchema}{properties}{$_}{type} } qw(page page_size) },
+	{ page => 'integer', page_size => 'integer' }, 'a tool that answers rows takes page and page_size');
+is_deeply($ids_tool->{inputSchema}{required} // [], [], 'neither required');
+my ($first, $third, $whole, $zero, $over) = @{ $r->{calls} };
+is_deeply([ map { $_->{id} } @{ $first->{structuredContent}{rows} } ], [ 1, 2, 3 ], 'page_size 3: the first three rows');
+ok($first->{structuredContent}{has_more}, 'and has_more');
+is_deeply([ map { $_->{id} } @{ $third->{structuredContent}{rows} } ], [7], 'page 3 of 3 a page: the seventh row');
+ok(!$third->{structuredContent}{has_more}, 'the last page: has_more false');
+is(scalar @{ $whole->{structuredContent}{rows} }, 7, 'neither given: the first page of the default size');
+ok($zero->{isError}, 'page 0: an isError result');
+is(decode_json($zero->{content}[0]{text})->{code}, 'invalid_paging', 'invalid_paging');
+like(decode_json($over->{content}[0]{text})->{error}, qr/page_size must be a whole number from 1 to 1000/,
+	'a page_size over querygate.max_page_size says the range');
 
 # --- the transport, by hand
 my $init = { jsonrpc => '2.0', id => 1, method => 'initialize',
