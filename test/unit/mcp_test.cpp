@@ -4,6 +4,9 @@
 #include "http/mcp.hpp"
 #include "tap.hpp"
 
+#include <jansson.h>
+
+#include <cstddef>
 #include <string>
 
 using tap::is;
@@ -129,5 +132,29 @@ int main()
     ok(!mcp::tool_call(params, name, args, reason), "no name");
     json_body::parse(R"({"name":"account","arguments":null})", params, error);
     ok(mcp::tool_call(params, name, args, reason) && args == nullptr, "null arguments: none");
+
+    // A tool that answers rows takes page and page_size; a write without RETURNING does not.
+    api_description::Api api;
+    api.queries.resize(2);
+    api.queries[0].name = "people";
+    api.queries[1].name = "bump";
+    api.queries[1].writes = true;
+    api.queries[1].returns_rows = false;
+    json_t *list = json_loads(mcp::tools_list_result(api).c_str(), 0, nullptr);
+    json_t *tools = json_object_get(list, "tools");
+    ok(json_array_size(tools) == 2, "tools/list: a tool a query");
+    auto input_property = [&](std::size_t tool, const char *property) {
+        return json_object_get(
+            json_object_get(json_object_get(json_array_get(tools, tool), "inputSchema"),
+                            "properties"),
+            property);
+    };
+    const char *page_type = json_string_value(json_object_get(input_property(0, "page"), "type"));
+    is(std::string(page_type != nullptr ? page_type : ""), std::string("integer"),
+       "a query's tool takes page, an integer");
+    ok(input_property(0, "page_size") != nullptr, "and page_size");
+    ok(input_property(1, "page") == nullptr && input_property(1, "page_size") == nullptr,
+       "a write without RETURNING takes neither");
+    json_decref(list);
     return tap::done();
 }
