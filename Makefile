@@ -50,7 +50,7 @@ $(EXTENSION).control: extension/$(EXTENSION).control.in Makefile
 
 $(OBJS): $(HEADERS)
 
-.PHONY: test test-cassert test-valgrind test-sanitize test-citus run bench deps print-plain-cppflags print-version
+.PHONY: test test-cassert test-valgrind test-sanitize test-citus warm-cache run bench deps print-plain-cppflags print-version
 # Installs what is missing, builds with warnings as errors, and runs every suite; ends with
 # "N passed, N failed".
 test:
@@ -67,6 +67,10 @@ test-valgrind:
 	pg_config=$$(scripts/build-pg cassert) && PG_CONFIG="$$(echo "$$pg_config" | tail -n 1)" QUERYGATE_VALGRIND=1 test/run
 test-sanitize:
 	pg_config=$$(scripts/build-pg sanitize) && PG_CONFIG="$$(echo "$$pg_config" | tail -n 1)" test/run
+# Starts the cached builds above and Citus's in the background and returns (scripts/warm-cache):
+# the first thing to do on a new machine.
+warm-cache:
+	scripts/warm-cache
 # Builds Citus (once, cached) from its source and runs the Citus suite (README, Scaling out).
 test-citus:
 	scripts/build-citus && FUZZ_SECONDS=0 REGRESS_TESTS=keys PROVE_TESTS=test/t/065_citus.pl test/run

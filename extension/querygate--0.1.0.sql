@@ -87,6 +87,9 @@ CREATE TABLE policy (
     quota            bigint CHECK (quota > 0),
     quota_period     text CHECK (quota_period IN ('day', 'month')),
     events           boolean NOT NULL DEFAULT false,
+    -- The issuers (iss) whose bearer tokens may name this policy; empty: no token reaches it, so a
+    -- leaked HS256 key or a JWKS signer reaches only the policies that accept its issuer.
+    jwt_issuers      text[] NOT NULL DEFAULT '{}' CHECK (array_position(jwt_issuers, NULL) IS NULL),
     created_at       timestamptz NOT NULL DEFAULT now()
 );
 
@@ -179,7 +182,8 @@ CREATE TABLE jwks (
 );
 
 -- The per-database secret of the hash mask (HMAC-SHA-256), created with the extension. Changing
--- it changes every hashed value. Readable by administrators only. The oldest row is the one in use:
+-- it changes every hashed value. Readable by superusers only (the workers read it as one): whoever
+-- reads it can recompute the hash of any guessable value. The oldest row is the one in use:
 -- CREATE EXTENSION during a pg_restore makes a fresh row, and the restored (older) one must win, so
 -- hashes stay the same across a dump and restore.
 CREATE TABLE mask_secret (
@@ -352,10 +356,12 @@ CREATE FUNCTION grant_events(policy text) RETURNS void
 CREATE FUNCTION revoke_events(policy text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_events';
 -- statement_timeout '0' removes the policy's own (querygate.statement_timeout applies).
+-- jwt_issuers replaces the list of issuers whose tokens may name the policy ('{}': none).
 CREATE FUNCTION set_policy(policy text, mask_predicates text DEFAULT NULL,
                            allow_superuser boolean DEFAULT NULL,
                            history_params boolean DEFAULT NULL,
-                           statement_timeout interval DEFAULT NULL) RETURNS void
+                           statement_timeout interval DEFAULT NULL,
+                           jwt_issuers text[] DEFAULT NULL) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_set_policy';
 -- Limits of a policy (policy => ...) or of an active key (key => ...), one of the two: NULL leaves a
 -- limit as it is, 0 removes it (a key without a limit of its own follows its policy's).
@@ -458,11 +464,10 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb, boolean), drop_que
     set_limits(text, text, double precision, integer, integer, bigint, text),
     allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
     grant_writes(text, text[]), grant_events(text), revoke_events(text),
-    set_policy(text, text, boolean, boolean, interval), set_jwks(jsonb), isolate_tenant(regclass, name), explain(text, text),
+    set_policy(text, text, boolean, boolean, interval, text[]), set_jwks(jsonb), isolate_tenant(regclass, name), explain(text, text),
     stat_queries(), stat_workers(), stat_history(), stat_reset()
     TO querygate_admin;
 GRANT SELECT ON stat_queries, stat_workers, stat_history TO querygate_admin;
-GRANT SELECT ON mask_secret TO querygate_admin;
 GRANT SELECT ON audit TO querygate_admin;
 GRANT SELECT ON quota_usage TO querygate_admin;
 GRANT SELECT ON history TO querygate_admin;

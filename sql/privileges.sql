@@ -26,7 +26,7 @@ BEGIN
     PERFORM querygate.create_key('k', 'p');
 END $$;
 
-SELECT plan(46);
+SELECT plan(51);
 
 -- No privileges for PUBLIC (nor for an ordinary role) on the catalog tables.
 SELECT is((SELECT count(*)::int
@@ -98,6 +98,20 @@ GRANT qg_other TO qg_admin;
 SELECT is(pg_temp.as_role('qg_admin', $$SELECT querygate.create_policy('np4', 'qg_other')$$), 'no error',
           'create_policy with run_as a role the caller is a member of');
 SELECT is((SELECT count(*)::int FROM querygate.policy), 2, 'only the allowed policies exist (ap2, np4)');
+
+-- The hash mask's secret is the superuser's alone: an administrator or a monitor who read it could
+-- recompute the hash of any value they can guess.
+CREATE ROLE qg_monitor IN ROLE pg_monitor;
+SELECT is(left(pg_temp.as_role(r, 'SELECT * FROM querygate.mask_secret'), 6), '42501:',
+          r || ' cannot read querygate.mask_secret')
+  FROM unnest(ARRAY['qg_admin', 'qg_monitor']) AS r;
+-- Which token issuers may name a policy: whoever may act as its role says so.
+SELECT is(pg_temp.as_role('qg_admin', $$SELECT querygate.set_policy('np4', jwt_issuers => ARRAY['https://b.example', 'https://a.example', 'https://a.example'])$$),
+          'no error', 'set_policy(jwt_issuers) by an administrator who may act as the role');
+SELECT is((SELECT jwt_issuers FROM querygate.policy WHERE name = 'np4'), ARRAY['https://a.example', 'https://b.example'],
+          'the issuers, once each, in order');
+SELECT is((SELECT jwt_issuers FROM querygate.policy WHERE name = 'ap2'), '{}'::text[],
+          'a policy accepts no issuer until one is named');
 
 SELECT * FROM finish();
 ROLLBACK;

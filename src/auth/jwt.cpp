@@ -394,19 +394,17 @@ bool refuse(std::string &reason, const char *why)
 
 Verifier::Verifier() : keys_(std::make_unique<Keys>()) {}
 
-Verifier::~Verifier()
-{
-    if (!config_.hs256_secret.empty())
-        OPENSSL_cleanse(&config_.hs256_secret[0], config_.hs256_secret.size());
-}
+Verifier::~Verifier() = default;
 
 bool Verifier::configure(const Config &config, std::string &error)
 {
-    if (!config.hs256_secret.empty() && config.hs256_secret.size() < min_hs256_secret) {
-        error = "the HS256 secret is " + std::to_string(config.hs256_secret.size()) +
-                " bytes long; at least " + std::to_string(min_hs256_secret) + " are required";
-        return false;
-    }
+    for (std::size_t i = 0; i < config.hs256_secrets.size(); ++i)
+        if (config.hs256_secrets[i].size() < min_hs256_secret) {
+            error = "HS256 key " + std::to_string(i + 1) + " is " +
+                    std::to_string(config.hs256_secrets[i].size()) + " bytes long; at least " +
+                    std::to_string(min_hs256_secret) + " are required";
+            return false;
+        }
     if (config.leeway_seconds < 0) {
         error = "the leeway must not be negative";
         return false;
@@ -417,8 +415,7 @@ bool Verifier::configure(const Config &config, std::string &error)
         return false;
     }
     ERR_clear_error();
-    if (!config_.hs256_secret.empty())
-        OPENSSL_cleanse(&config_.hs256_secret[0], config_.hs256_secret.size());
+    secrets::wipe(config_.hs256_secrets);
     config_ = config;
     keys_ = std::move(keys);
     return true;
@@ -472,9 +469,12 @@ bool Verifier::verify(std::string_view token, int64_t now_unix, Claims &claims,
         return refuse(reason, "the token kid is not a string");
 
     if (alg == Alg::hs256) {
-        if (config_.hs256_secret.empty())
+        if (config_.hs256_secrets.empty())
             return refuse(reason, "an HS256 token, and no HS256 secret is configured");
-        if (!verify_hs256(config_.hs256_secret, signing_input, signature))
+        bool verified = false;
+        for (const std::string &secret : config_.hs256_secrets)
+            verified = verify_hs256(secret, signing_input, signature) || verified;
+        if (!verified)
             return refuse(reason, "the HS256 signature does not verify");
     } else {
         Kty kty = alg == Alg::rs256 ? Kty::rsa : Kty::ec;

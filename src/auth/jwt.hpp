@@ -8,20 +8,31 @@
 // leeway; a wrong iss or aud when those are configured; malformed base64url or JSON.
 #pragma once
 
+#include "auth/secrets.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace jwt {
 
 struct Config {
-    std::string hs256_secret; // empty: HS256 tokens are refused (must be >= 32 bytes to be used)
-    std::string jwks_json;    // empty: RS256/ES256 tokens are refused
-    std::string issuer;       // empty: iss is not checked
-    std::string audience;     // empty: aud is not checked (aud may be a string or an array)
+    // Any of them verifies an HS256 token (more than one while a key is rotated); none: HS256
+    // tokens are refused. Each must be at least 32 bytes.
+    std::vector<std::string> hs256_secrets;
+    std::string jwks_json; // empty: RS256/ES256 tokens are refused
+    std::string issuer;    // empty: iss is not checked
+    std::string audience;  // empty: aud is not checked (aud may be a string or an array)
     int leeway_seconds = 30;
+
+    Config() = default;
+    Config(const Config &) = default;
+    Config &operator=(const Config &) = default;
+    // Every copy of the keys is overwritten when it goes.
+    ~Config() { secrets::wipe(hs256_secrets); }
 };
 
 struct Claims {

@@ -3,6 +3,7 @@
 #include "auth/secrets.hpp"
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/params.h>
@@ -160,6 +161,22 @@ void to_hex(const unsigned char *data, std::size_t len, char *out)
         out[2 * i + 1] = digits[data[i] & 15];
     }
     out[2 * len] = '\0';
+}
+
+bool same_secret(std::string_view presented, std::string_view expected)
+{
+    unsigned char a[sha256_length], b[sha256_length];
+    sha256(presented.data(), presented.size(), a);
+    sha256(expected.data(), expected.size(), b);
+    return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
+}
+
+void wipe(std::vector<std::string> &secrets)
+{
+    for (std::string &s : secrets)
+        if (!s.empty())
+            OPENSSL_cleanse(&s[0], s.size());
+    secrets.clear();
 }
 
 } // namespace secrets

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace secrets {
 
@@ -27,5 +30,12 @@ void hmac_sha256(const void *key, std::size_t key_len, const void *data, std::si
 
 // Lower-case hex of len bytes into out[2 * len + 1].
 void to_hex(const unsigned char *data, std::size_t len, char *out);
+
+// Whether a presented secret is the expected one, in time that depends on neither (both are
+// hashed first, so not even the length shows).
+bool same_secret(std::string_view presented, std::string_view expected);
+
+// Overwrites each secret's bytes, then empties the vector.
+void wipe(std::vector<std::string> &secrets);
 
 } // namespace secrets

@@ -19,7 +19,14 @@ void Authenticator::configure(const CatalogCache &cache)
         return;
     generation_ = generation;
     jwt::Config config;
-    config.hs256_secret = settings::jwt_secret ? settings::jwt_secret : "";
+    std::string file_error;
+    config.hs256_secrets =
+        hs256_keys_.get(settings::jwt_secret_file, settings::generation, file_error);
+    // The reason names the file and what is wrong with it, never what it holds.
+    if (!file_error.empty())
+        ereport(WARNING,
+                (errcode(ERRCODE_CONFIG_FILE_ERROR),
+                 errmsg("querygate: HS256 bearer tokens are refused: %s", file_error.c_str())));
     config.jwks_json = cache.jwks();
     config.issuer = settings::jwt_issuer ? settings::jwt_issuer : "";
     config.audience = settings::jwt_audience ? settings::jwt_audience : "";
@@ -30,7 +37,7 @@ void Authenticator::configure(const CatalogCache &cache)
     // are served either way, and what is refused is said in the log.
     ereport(WARNING, (errmsg("querygate: some bearer tokens are refused: %s", error.c_str())));
     jwt::Config without_secret = config;
-    without_secret.hs256_secret.clear();
+    secrets::wipe(without_secret.hs256_secrets);
     jwt::Config without_jwks = config;
     without_jwks.jwks_json.clear();
     std::string ignored;
@@ -81,5 +88,18 @@ ApiError Authenticator::authenticate(const CatalogCache &cache, const CallReques
     caller.policy = cache.find_policy(policy_name);
     if (caller.policy == nullptr)
         return api_errors::unauthorized();
+    // A token reaches only a policy that accepts its issuer by name: one leaked signing key is
+    // then not every policy.
+    if (caller.is_jwt) {
+        auto iss = caller.claims.scalars.find("iss");
+        if (iss == caller.claims.scalars.end() ||
+            caller.policy->jwt_issuers.count(iss->second) == 0) {
+            ereport(DEBUG1, (errmsg("querygate: bearer token refused: policy \"%s\" does not "
+                                    "accept its issuer",
+                                    policy_name.c_str())));
+            caller.policy = nullptr;
+            return api_errors::unauthorized();
+        }
+    }
     return ApiError();
 }

@@ -1,10 +1,12 @@
 // Who is calling: an API key (its hash, expiry and address allow-list) or a verified bearer token
-// (HS256 with querygate.jwt_secret, RS256/ES256 with the stored JWKS), and the policy it names.
+// (HS256 with the keys of querygate.jwt_secret_file, RS256/ES256 with the stored JWKS), and the
+// policy it names.
 // PostgreSQL side only because it reads the worker's catalog cache and settings; the checks
 // themselves are plain C++ (auth/, http/client_address.hpp).
 #pragma once
 
 #include "auth/jwt.hpp"
+#include "auth/secret_file.hpp"
 #include "call/catalog_cache.hpp"
 #include "common/api_error.hpp"
 #include "common/call.hpp"
@@ -36,7 +38,8 @@ class Authenticator {
     void configure(const CatalogCache &cache);
 
     jwt::Verifier verifier_;
-    uint64_t generation_ = 0; // cache generation and settings reloads it was built for
+    secret_file::Cached hs256_keys_; // querygate.jwt_secret_file, read again at each reload
+    uint64_t generation_ = 0;        // cache generation and settings reloads it was built for
 };
 
 // Microseconds since the Unix epoch, by the system clock.

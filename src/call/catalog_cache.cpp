@@ -195,6 +195,12 @@ void CatalogCache::load()
         if (it != policies_.end())
             it->second.limits = read_limits(l, r, 1);
     }
+    TextRows i = fetch("SELECT name, i FROM querygate.policy, pg_catalog.unnest(jwt_issuers) i");
+    for (uint64 r = 0; r < i.nrows; r++) {
+        auto it = policies_.find(i.at(r, 0));
+        if (it != policies_.end())
+            it->second.jwt_issuers.insert(i.at(r, 1));
+    }
     TextRows g = fetch("SELECT policy, query FROM querygate.query_grant");
     for (uint64 r = 0; r < g.nrows; r++) {
         auto it = policies_.find(g.at(r, 0));

@@ -37,8 +37,9 @@ struct CachedQuery {
 
 struct CachedPolicy : DecodedPolicy {
     std::unordered_set<std::string> queries;
-    rate_limits::Limits limits; // each caller's
-    std::string invalid;        // why its row could not be decoded: it refuses every call
+    std::unordered_set<std::string> jwt_issuers; // whose tokens may name it; none: no token
+    rate_limits::Limits limits;                  // each caller's
+    std::string invalid; // why its row could not be decoded: it refuses every call
 };
 
 struct CachedKey {

@@ -99,7 +99,8 @@ struct QueryRunner::State {
     CatalogCache cache;
     PlanCache plans;
     Authenticator authenticator;
-    GroupCommit &group_commit; // the worker's
+    secret_file::Cached metrics_tokens; // querygate.metrics_token_file, read again at each reload
+    GroupCommit &group_commit;          // the worker's
     // The session's search_path as last set by a committed call; unknown after an abort.
     std::string search_path;
     bool search_path_known = false;
@@ -893,6 +894,22 @@ ApiError QueryRunner::metrics(metrics::Snapshot &snapshot)
         // The table's lock could not be taken, or no memory for the copy: nothing was changed.
         return api_errors::make(error_code::unavailable, "the statistics cannot be read now");
     }
+}
+
+bool QueryRunner::metrics_token_accepted(const std::string &presented, bool &configured)
+{
+    std::string error;
+    const std::vector<std::string> &tokens =
+        state_->metrics_tokens.get(settings::metrics_token_file, settings::generation, error);
+    // The reason names the file and what is wrong with it, never what it holds.
+    if (!error.empty())
+        ereport(WARNING, (errcode(ERRCODE_CONFIG_FILE_ERROR),
+                          errmsg("querygate: GET /metrics is off: %s", error.c_str())));
+    configured = !tokens.empty();
+    bool accepted = false;
+    for (const std::string &token : tokens)
+        accepted = secrets::same_secret(presented, token) || accepted;
+    return accepted;
 }
 
 void QueryRunner::record(const CallRecord &call) noexcept

@@ -68,6 +68,11 @@ class QueryRunner {
     // For GET /metrics: every worker's statistics, from shared memory (no transaction). An
     // error (503 unavailable) when they cannot be read.
     ApiError metrics(metrics::Snapshot &snapshot);
+    // For GET /metrics: whether `presented` is one of the tokens of querygate.metrics_token_file
+    // (read again at each reload; compared in constant time). `configured` says whether there is
+    // any: with none (or a file that cannot be read, which the log says once), /metrics does not
+    // exist.
+    bool metrics_token_accepted(const std::string &presented, bool &configured);
     // A call answered, for querygate.history (call/history_ring.hpp) and the run events
     // (call/event_ring.hpp): never waits, never throws.
     void record(const CallRecord &call) noexcept;

@@ -30,7 +30,7 @@ extern int rate_limit_headers;  // querygate.rate_limit_headers: a RateLimitHead
 extern int quota_flush_interval;   // querygate.quota_flush_interval, seconds (reload)
 extern int stat_entries;           // querygate.stat_entries: queries x policies counted (restart)
 extern bool statistics;            // querygate.statistics: calls are counted (reload)
-extern char *metrics_token;        // querygate.metrics_token: GET /metrics's bearer token (reload)
+extern char *metrics_token_file;   // querygate.metrics_token_file: /metrics's tokens (reload)
 extern bool history;               // querygate.history: calls are recorded (reload)
 extern double history_sample_rate; // querygate.history_sample_rate: successes kept (reload)
 extern int history_retention;      // querygate.history_retention, seconds, 0 = forever (reload)
@@ -48,7 +48,7 @@ extern int overload_target;   // querygate.overload_target, ms a request may wai
 extern int overload_interval; // querygate.overload_interval, ms of long waits that make an overload
 extern char *trusted_proxies; // querygate.trusted_proxies: CIDRs whose X-Forwarded-For is believed
 extern char *cors_allowed_origins; // querygate.cors_allowed_origins: who may read answers (reload)
-extern char *jwt_secret;           // querygate.jwt_secret: HS256 key, superuser-only (reload)
+extern char *jwt_secret_file;      // querygate.jwt_secret_file: the HS256 keys (reload)
 extern char *jwt_issuer;           // querygate.jwt_issuer (reload)
 extern char *jwt_audience;         // querygate.jwt_audience (reload)
 extern char *jwt_policy_claim;     // querygate.jwt_policy_claim: claim naming the policy (reload)

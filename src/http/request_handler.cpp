@@ -13,9 +13,7 @@
 #include "common/settings.hpp"
 #include "common/version.hpp"
 
-#include <openssl/crypto.h>
 #include <openssl/rand.h>
-#include <openssl/sha.h>
 
 #include <algorithm>
 #include <chrono>
@@ -55,16 +53,6 @@ bool iequals_prefix(const std::string &s, const char *prefix)
 bool looks_like_jwt(const std::string &token)
 {
     return std::count(token.begin(), token.end(), '.') == 2;
-}
-
-// Whether two secrets are equal, in time that depends on neither: their SHA-256 digests are
-// compared with CRYPTO_memcmp.
-bool same_secret(const std::string &presented, const char *expected)
-{
-    unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
-    SHA256(reinterpret_cast<const unsigned char *>(presented.data()), presented.size(), a);
-    SHA256(reinterpret_cast<const unsigned char *>(expected), std::strlen(expected), b);
-    return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
 }
 
 // The token of "Authorization: Bearer <token>" (spaces after "Bearer" skipped); false when the
@@ -612,8 +600,12 @@ void RequestHandler::handle_ready(HttpResponse &response, const std::string &id)
 void RequestHandler::handle_metrics(const HttpRequest &request, HttpResponse &response,
                                     const std::string &id)
 {
-    const char *token = settings::metrics_token;
-    if (token == nullptr || *token == '\0') {
+    // Without an Authorization header the token is empty, which no line of the file is.
+    std::string presented;
+    bearer_token(request, presented);
+    bool configured = false;
+    const bool accepted = runner_.metrics_token_accepted(presented, configured);
+    if (!configured) {
         write_error(response, api_errors::make(error_code::not_found, "no such endpoint"), id);
         return;
     }
@@ -623,12 +615,12 @@ void RequestHandler::handle_metrics(const HttpRequest &request, HttpResponse &re
         write_error(response, e, id);
         return;
     }
-    std::string presented;
-    if (!bearer_token(request, presented) || !same_secret(presented, token)) {
-        write_error(response,
-                    api_errors::make(error_code::unauthorized,
-                                     "a valid bearer token (querygate.metrics_token) is required"),
-                    id);
+    if (!accepted) {
+        write_error(
+            response,
+            api_errors::make(error_code::unauthorized,
+                             "a valid bearer token (querygate.metrics_token_file) is required"),
+            id);
         return;
     }
     metrics::Snapshot snapshot;

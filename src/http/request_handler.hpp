@@ -80,7 +80,7 @@ class RequestHandler {
                Logged &logged);
     void handle_health(HttpResponse &response, const char *status);
     void handle_ready(HttpResponse &response, const std::string &id);
-    // GET /metrics: 404 unless querygate.metrics_token is set, 401 without it.
+    // GET /metrics: 404 unless querygate.metrics_token_file names tokens, 401 without one of them.
     void handle_metrics(const HttpRequest &request, HttpResponse &response, const std::string &id);
     // GET /openapi.json (openapi_document) or GET /catalog.
     void handle_description(const HttpRequest &request, bool openapi_document,

@@ -39,7 +39,7 @@ int rate_limit_headers = limit_headers_all;
 int quota_flush_interval = 10;
 int stat_entries = 5000;
 bool statistics = true;
-char *metrics_token = nullptr;
+char *metrics_token_file = nullptr;
 bool history = true;
 double history_sample_rate = 1.0;
 int history_retention = 7 * 24 * 3600;
@@ -54,7 +54,7 @@ char *ssl_cert_file = nullptr;
 char *ssl_key_file = nullptr;
 char *trusted_proxies = nullptr;
 char *cors_allowed_origins = nullptr;
-char *jwt_secret = nullptr;
+char *jwt_secret_file = nullptr;
 char *jwt_issuer = nullptr;
 char *jwt_audience = nullptr;
 char *jwt_policy_claim = nullptr;
@@ -284,12 +284,14 @@ void define_reloadable()
                             "How often the writer saves the recorded calls to querygate.history.",
                             "Sooner when a worker's ring is half full.", &history_flush_interval,
                             1000, 10, 60000, PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
-    // A secret, as querygate.jwt_secret: only superusers can see or set it.
+    // Secrets are never settings: PostgreSQL shows even a superuser-only setting to
+    // pg_read_all_settings (so to pg_monitor) and logs a changed value at reload. A setting names
+    // the file instead, which only the server's user can read (auth/secret_file.hpp).
     DefineCustomStringVariable(
-        "querygate.metrics_token",
-        "Bearer token GET /metrics requires; empty (the default) answers /metrics 404.", nullptr,
-        &metrics_token, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
-        nullptr, nullptr, nullptr);
+        "querygate.metrics_token_file",
+        "File holding the bearer tokens GET /metrics accepts, one a line (mode 0600).",
+        "Relative to the data directory. Empty (the default) answers /metrics 404.",
+        &metrics_token_file, "", PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable("querygate.quota_flush_interval",
                             "How often the writer process saves quota counts to "
                             "querygate.quota_usage.",
@@ -305,11 +307,11 @@ void define_reloadable()
         "Origins (comma-separated, or *) whose web pages may read querygate's answers (CORS).",
         "Empty: no CORS header is sent and OPTIONS is refused like any other method.",
         &cors_allowed_origins, "", PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
-    // The HS256 key is a secret: only superusers can see or set it.
     DefineCustomStringVariable(
-        "querygate.jwt_secret", "Key that verifies HS256 bearer tokens (at least 32 bytes).",
-        nullptr, &jwt_secret, "", PGC_SIGHUP,
-        GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE, nullptr, nullptr, nullptr);
+        "querygate.jwt_secret_file",
+        "File holding the keys that verify HS256 bearer tokens, one a line (mode 0600).",
+        "Relative to the data directory; each key at least 32 bytes. Empty refuses HS256.",
+        &jwt_secret_file, "", PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomStringVariable("querygate.jwt_issuer", "Required iss claim of bearer tokens.",
                                "Empty: iss is not checked.", &jwt_issuer, "", PGC_SIGHUP, 0,
                                nullptr, nullptr, nullptr);

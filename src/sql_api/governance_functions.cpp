@@ -278,6 +278,24 @@ QUERYGATE_SQL_FUNCTION(querygate_set_policy)
                            "$2::pg_catalog.interval WHERE name = $1",
                            2, args);
     }
+    // Which issuers' tokens may name the policy: whoever may act as its role may let a token
+    // issuer do so too, as they may give out its keys. Empty strings name no issuer.
+    if (!PG_ARGISNULL(5)) {
+        Oid output;
+        bool varlena;
+        getTypeOutputInfo(TEXTARRAYOID, &output, &varlena);
+        const char *args[2] = {policy, OidOutputFunctionCall(output, PG_GETARG_DATUM(5))};
+        if (catalog_exec_texts(
+                "UPDATE querygate.policy SET jwt_issuers = ARRAY(SELECT DISTINCT i "
+                "FROM pg_catalog.unnest($2::pg_catalog.text[]) i ORDER BY i) "
+                "WHERE name = $1 AND pg_catalog.array_position($2::pg_catalog.text[], "
+                "NULL) IS NULL AND pg_catalog.array_position($2::pg_catalog.text[], "
+                "'') IS NULL",
+                2, args) == 0)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("jwt_issuers must not hold NULL or an empty string"),
+                            errhint("Name each issuer as its tokens' iss claim does.")));
+    }
     catalog_session_end(&session);
     PG_RETURN_VOID();
 }

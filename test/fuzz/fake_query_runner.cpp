@@ -4,6 +4,7 @@
 // which PostgreSQL defines in the server (src/pg/settings.cpp); the fuzz targets set them.
 #include "fake_query_runner.hpp"
 
+#include "auth/secrets.hpp"
 #include "common/run_events.hpp"
 #include "common/settings.hpp"
 #include "http/event_stream.hpp"
@@ -24,6 +25,13 @@ void QueryRunner::start() {}
 ApiError QueryRunner::ready(Role *)
 {
     return ApiError();
+}
+
+// The token of fake_runner::metrics_token, compared as the server does.
+bool QueryRunner::metrics_token_accepted(const std::string &presented, bool &configured)
+{
+    configured = fake_runner::metrics_token != nullptr;
+    return configured && secrets::same_secret(presented, fake_runner::metrics_token);
 }
 
 // A fixed snapshot, with a query name that needs every escape of a label value.
@@ -170,6 +178,7 @@ int recorded = 0;
 int last_record_status = 0;
 int streams = 0;
 CallRequest last;
+const char *metrics_token_file = nullptr;
 
 QueryRunner &instance()
 {

@@ -17,5 +17,6 @@ extern int recorded;  // calls of record(), and the status the last one recorded
 extern int last_record_status;
 extern int streams; // event streams open (take_stream less give_stream)
 extern CallRequest last;
+extern const char *metrics_token; // the one token GET /metrics accepts; null: none is set
 
 } // namespace fake_runner

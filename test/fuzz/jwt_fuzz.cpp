@@ -180,7 +180,7 @@ struct Setup {
                R"(","e":")" + e + R"("},{"kty":"EC","kid":"ec-1","crv":"P-256","x":")" + x +
                R"(","y":")" + y + R"("},{"kty":"RSA","kid":"enc-1","use":"enc","n":")" + n +
                R"(","e":")" + e + R"("},{"kty":"oct","kid":"oct-1","k":"c2VjcmV0"}]})";
-        plain_config.hs256_secret = hs256_secret;
+        plain_config.hs256_secrets = {hs256_secret};
         plain_config.jwks_json = jwks;
         plain_config.leeway_seconds = leeway;
         jwt::Config strict_config = plain_config;

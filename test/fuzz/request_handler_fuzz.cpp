@@ -99,13 +99,13 @@ bool whole_number_in(const std::string &text, long lo, long hi)
 }
 
 // The token GET /metrics is given, when the input sets one.
-char metrics_token[] = "fuzz-token";
+const char metrics_token[] = "fuzz-token";
 
 // A 200 from /metrics: only with the token, and in the text format, every line a comment or a
 // sample, every sample's family announced first.
 void check_metrics(const HttpRequest &request, const HttpResponse &response)
 {
-    FUZZ_CHECK(settings::metrics_token != nullptr && *settings::metrics_token != '\0');
+    FUZZ_CHECK(fake_runner::metrics_token != nullptr);
     FUZZ_CHECK(request.method == "GET" || request.method == "HEAD");
     const std::string *auth = request.header("authorization");
     FUZZ_CHECK(auth != nullptr && auth->size() > 7 &&
@@ -392,7 +392,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool refused = mode == 0;
     settings::log_requests = mode % 3;
     settings::log_requests_format = (mode / 3) % 2;
-    settings::metrics_token = mode % 2 == 0 ? metrics_token : nullptr;
+    fake_runner::metrics_token = mode % 2 == 0 ? metrics_token : nullptr;
     settings::history = mode >= 8;
     settings::event_buffer = mode % 5 == 2 ? 0 : 8;
     static char listed[] = "https://app.example, http://localhost:3000/";

@@ -27,6 +27,7 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use Fcntl ();
 use Digest::SHA qw(hmac_sha256 hmac_sha256_hex);
 use HTTP::Tiny;
 use IO::Select;
@@ -112,7 +113,9 @@ sub poll_until
 }
 
 # start(name => 'main', workers => 2, preload => 1, extension => 1, conf => "extra lines\n",
-#       wait_health => 1)
+#       wait_health => 1, jwt_secret => 'one' or ['one', 'two'], metrics_token => 'token')
+# jwt_secret and metrics_token are written to files in the data directory (write_secret_file)
+# that querygate.jwt_secret_file and querygate.metrics_token_file name.
 sub start
 {
 	my ($class, %o) = @_;
@@ -123,6 +126,13 @@ sub start
 	$node->init(allows_streaming => $o{allows_streaming} // 0);
 	my $http_port = PostgreSQL::Test::Cluster::get_free_port();
 	my $conf = "timezone = 'UTC'\nlog_min_messages = info\n";
+	for my $secret ([ 'jwt_secret', 'jwt.key' ], [ 'metrics_token', 'metrics.token' ])
+	{
+		my ($option, $file) = @$secret;
+		next unless defined $o{$option};
+		write_secret_file($node, $file, $o{$option});
+		$conf .= "querygate.${option}_file = '$file'\n";
+	}
 	if ($preload)
 	{
 		$conf .= "shared_preload_libraries = 'querygate'\n"
@@ -155,6 +165,23 @@ sub start
 		  unless $ok;
 	}
 	return $self;
+}
+
+# Writes a secret file (querygate.jwt_secret_file, querygate.metrics_token_file) into the node's
+# data directory, mode 0600, one secret a line: $secrets is one or an array of them. Called on a
+# QuerygateTest or a node; a reload makes the workers read it again.
+sub write_secret_file
+{
+	my ($self, $file, $secrets, $mode) = @_;
+	my $node = ref $self eq 'QuerygateTest' ? $self->node : $self;
+	my $path = $node->data_dir . "/$file";
+	unlink $path;
+	sysopen(my $fh, $path, Fcntl::O_WRONLY() | Fcntl::O_CREAT() | Fcntl::O_EXCL(), 0600)
+	  or die "$path: $!";
+	print $fh "$_\n" for ref $secrets ? @$secrets : ($secrets);
+	close $fh or die "$path: $!";
+	chmod $mode, $path if defined $mode;
+	return $path;
 }
 
 # A started node and its HTTP port, as a QuerygateTest.
@@ -264,7 +291,8 @@ sub role
 # queries need. A test about the superuser itself says so instead: allow_superuser => 1 (and no
 # run_as) runs the policy as the test's superuser. setup runs with the grants; key => undef makes
 # no key (returns undef); without key, the key is named after the policy and a number; key_args
-# are more named arguments of create_key (expires_at, allowed_ips, tenant).
+# are more named arguments of create_key (expires_at, allowed_ips, tenant); jwt_issuers => [...]
+# names the issuers whose bearer tokens may name the policy (set_policy).
 sub access
 {
 	my ($self, %o) = @_;
@@ -284,6 +312,9 @@ sub access
 	}
 	my $list = join(', ', map { sql_quote($_) } @{ $o{queries} // [] });
 	$sql .= "SELECT count(querygate.grant_query($p, q)) FROM unnest(ARRAY[$list]::text[]) AS q;\n" if length $list;
+	$sql .= "SELECT querygate.set_policy($p, jwt_issuers => ARRAY["
+	  . join(', ', map { sql_quote($_) } @{ $o{jwt_issuers} }) . "]::text[]);\n"
+	  if $o{jwt_issuers};
 	$sql .= $o{setup} // '';
 	$self->sql($sql) if length $sql;
 	return undef if exists $o{key} && !defined $o{key};

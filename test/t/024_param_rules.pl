@@ -12,7 +12,7 @@ use Test::More;
 use QuerygateTest;
 
 my $jwt_secret = 'param-rules-test-secret-0123456789abcdef';
-my $qg = QuerygateTest->start(name => 'param_rules', conf => "querygate.jwt_secret = '$jwt_secret'\n");
+my $qg = QuerygateTest->start(name => 'param_rules', jwt_secret => $jwt_secret);
 my $utf8 = $qg->sql('SHOW server_encoding') eq 'UTF8';
 $qg->sql(q{
 	CREATE ROLE gov_reader NOLOGIN;
@@ -50,9 +50,10 @@ for my $name (sort keys %rules)
 	$qg->sql('SELECT querygate.save_query(' . sql_quote($name) . ', ' . sql_quote($sql)
 		  . ', params => ' . sql_quote(json_encode($params)) . ')');
 }
-my $key = $qg->access(policy => 'reader', run_as => 'gov_reader', queries => [ sort keys %rules ]);
+my $key = $qg->access(policy => 'reader', run_as => 'gov_reader', queries => [ sort keys %rules ],
+	jwt_issuers => ['https://issuer.test']);
 my $now = time();
-sub token { return jwt_hs256({ exp => $now + 3600, policy => 'reader', %{ $_[0] } }, $jwt_secret); }
+sub token { return jwt_hs256({ exp => $now + 3600, policy => 'reader', iss => 'https://issuer.test', %{ $_[0] } }, $jwt_secret); }
 
 # Checks a 400 param_invalid (or another code) and its exact errors object.
 sub invalid

@@ -1,4 +1,4 @@
-# JWT bearer tokens: HS256 (querygate.jwt_secret, signed here with Digest::SHA), RS256 and ES256
+# JWT bearer tokens: HS256 (the keys of querygate.jwt_secret_file, signed here with Digest::SHA), RS256 and ES256
 # (a JWKS stored with set_jwks; keys made and tokens signed with the openssl command). Every bad
 # token - alg none, algorithm confusion, wrong key, tampered, expired, not yet valid, issued in the
 # future, wrong issuer or audience, no policy claim - is the byte-identical 401 of a bad key. A
@@ -11,7 +11,7 @@ use Test::More;
 use QuerygateTest;
 
 my $secret = 'jwt-test-hs256-secret-0123456789abcdef';
-my $qg = QuerygateTest->start(name => 'jwt', conf => "querygate.jwt_secret = '$secret'\n");
+my $qg = QuerygateTest->start(name => 'jwt', jwt_secret => $secret);
 $qg->sql(q{
 	CREATE ROLE gov_reader NOLOGIN;
 	CREATE ROLE gov_other NOLOGIN;
@@ -23,8 +23,10 @@ $qg->sql(q{
 	SELECT querygate.save_query('account', 'SELECT aid, abalance FROM accounts WHERE aid = :aid');
 	SELECT querygate.save_query('other_only', 'SELECT 42 AS answer');
 });
-my $key = $qg->access(policy => 'jwt_reader', run_as => 'gov_reader', queries => [qw(whoami claims account)]);
-$qg->access(policy => 'jwt_other', run_as => 'gov_other', queries => [qw(whoami claims other_only)], key => undef);
+my $key = $qg->access(policy => 'jwt_reader', run_as => 'gov_reader', queries => [qw(whoami claims account)],
+	jwt_issuers => [ 'https://issuer.test', 'https://issuer.example' ]);
+$qg->access(policy => 'jwt_other', run_as => 'gov_other', queries => [qw(whoami claims other_only)], key => undef,
+	jwt_issuers => ['https://issuer.test']);
 
 # --- keys and the JWKS
 my $dir = PostgreSQL::Test::Utils::tempdir();
@@ -45,7 +47,7 @@ like(sql_error($qg, q{SELECT querygate.set_jwks('{"keys": [{"kty": "RSA", "n": "
 like(sql_error($qg, q{SELECT querygate.set_jwks('{"nokeys": []}')}), qr/^22023 /, 'set_jwks refuses a document without keys');
 
 my $now = time();
-my %claims = (sub => 'user-1', policy => 'jwt_reader', exp => $now + 600, iat => $now, nbf => $now - 5, role_hint => 'x');
+my %claims = (sub => 'user-1', policy => 'jwt_reader', iss => 'https://issuer.test', exp => $now + 600, iat => $now, nbf => $now - 5, role_hint => 'x');
 sub claims { return { %claims, @_ }; }
 sub hs { return jwt_hs256(claims(@_), $secret); }
 # The JSON text of valid claims with one more member (a claim they already have) at the end.
@@ -97,7 +99,7 @@ accepted(jwt_openssl('ES256', $ec, claims(), kid => 'ec1'), 'ES256 with kid');
 accepted(jwt_openssl('ES256', $ec, claims()), 'ES256 without kid');
 accepted(hs(nbf => $now + 10), 'nbf 10 s ahead (within the 30 s leeway)');
 accepted(hs(iat => $now + 10), 'iat 10 s ahead (within the 30 s leeway)');
-accepted(hs(aud => 'anyone', iss => 'anybody'), 'iss and aud are not checked while unset');
+accepted(hs(aud => 'anyone'), 'aud is not checked while querygate.jwt_audience is unset');
 
 $res = $qg->get('/q/claims', bearer => hs(sub => 'user-7'));
 $qg->expect_rows($res, [ { c => claims(sub => 'user-7'), sub => 'user-7' } ],
@@ -113,6 +115,28 @@ $res = $qg->get('/q/other_only', bearer => hs());
 $qg->expect_error($res, 404, 'query_not_found', 'jwt_reader: a query granted only to jwt_other');
 $res = $qg->get('/q/account?aid=1', bearer => hs(policy => 'jwt_other'));
 $qg->expect_error($res, 404, 'query_not_found', 'jwt_other: a query granted only to jwt_reader');
+
+# A token reaches only a policy that accepts its issuer by name.
+accepted(hs(iss => 'https://issuer.example'), 'jwt_reader accepts a second issuer');
+refused(hs(policy => 'jwt_other', iss => 'https://issuer.example'), 'jwt_other does not accept that issuer');
+my %no_iss = %claims;
+delete $no_iss{iss};
+refused(jwt_hs256(\%no_iss, $secret), 'a token without iss reaches no policy');
+refused(hs(iss => ['https://issuer.test']), 'an iss that is not a string');
+$qg->access(policy => 'jwt_none', run_as => 'gov_reader', queries => ['whoami'], key => undef);
+refused(hs(policy => 'jwt_none'), 'a policy that accepts no issuer is not reachable by token');
+$qg->sql(q{SELECT querygate.set_policy('jwt_none', jwt_issuers => ARRAY['https://issuer.test'])});
+ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => hs(policy => 'jwt_none')) }, sub { $_[0]{status} == 200 }),
+	'set_policy(jwt_issuers) makes it reachable at the next call');
+is($qg->sql(q{SELECT jwt_issuers FROM querygate.policy WHERE name = 'jwt_none'}), '{https://issuer.test}',
+	'the issuers are kept in querygate.policy');
+$qg->sql(q{SELECT querygate.set_policy('jwt_none', jwt_issuers => '{}')});
+ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => hs(policy => 'jwt_none')) }, sub { $_[0]{status} == 401 }),
+	'and jwt_issuers => \'{}\' unreachable again');
+like(sql_error($qg, q{SELECT querygate.set_policy('jwt_none', jwt_issuers => ARRAY['https://issuer.test', NULL])}),
+	qr/^22023 jwt_issuers must not hold NULL/, 'set_policy refuses a NULL issuer (22023)');
+like(sql_error($qg, q{SELECT querygate.set_policy('jwt_none', jwt_issuers => ARRAY[''])}),
+	qr/^22023 /, 'and an empty one');
 
 # The claims are transaction-local: a key's call right after sees none.
 my $seen_claims = 0;
@@ -232,19 +256,41 @@ $qg->sql('SELECT querygate.set_jwks(' . sql_quote(json_encode({ keys => [ ec_jwk
 accepted(jwt_openssl('ES256', $ec, claims(), kid => 'ec1'), 'ES256 once a JWKS holds its key again');
 refused(jwt_openssl('RS256', $rsa, claims(), kid => 'rsa1'), 'RS256 whose key is no longer in the JWKS');
 
-# --- the HS256 secret: superuser-only, at least 32 bytes
-like(sql_error($qg, q{SET ROLE gov_reader; SHOW querygate.jwt_secret}), qr/^42501 /, 'jwt_secret is hidden from other roles');
-$qg->set_and_reload('querygate.jwt_secret', 'too-short');
-ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => hs()) }, sub { $_[0]{status} == 401 }),
-	'a secret under 32 bytes: HS256 tokens are refused');
+# --- the HS256 keys: in a file only the server's user may read, never in a setting; at least 32
+# bytes each; two at once while one is rotated
+my $secret2 = 'jwt-test-hs256-rotated-in-0123456789abcdef';
+sub hs_with { return jwt_hs256(claims(), $_[0]); }
+sub reload_until
+{
+	my ($token, $status) = @_;
+	$qg->sql('SELECT pg_reload_conf()');
+	return poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => $token) },
+		sub { $_[0]{status} == $status });
+}
+$qg->write_secret_file('jwt.key', [ $secret, $secret2 ]);
+ok(reload_until(hs_with($secret2), 200), 'rotation: a second key in the file verifies its tokens');
+accepted(hs(), 'rotation: the first key still verifies its own');
+$qg->write_secret_file('jwt.key', [$secret2]);
+ok(reload_until(hs(), 401), 'rotation: the first key retired, its tokens are refused');
+accepted(hs_with($secret2), 'rotation: the second key alone verifies');
+my $log_offset = -s $qg->node->logfile;
+$qg->write_secret_file('jwt.key', [$secret2], 0640);
+ok(reload_until(hs_with($secret2), 401), 'a key file its group may read: HS256 tokens are refused');
+ok(poll_until(sub { $qg->node->log_contains('HS256 bearer tokens are refused: secret file .*jwt\.key.*\(0600\)', $log_offset) }),
+	'the log names the file and the mode it needs');
+unlike(slurp_file($qg->node->logfile, $log_offset), qr/\Q$secret2\E|\Q$secret\E/, 'and never a key');
 $res = $qg->get('/q/account?aid=1', key => $key);
-is($res->{status}, 200, 'keys still work with a short HS256 secret');
-refused(jwt_hs256(claims(), 'too-short'), 'HS256 signed with the short secret');
-$qg->set_and_reload('querygate.jwt_secret', '');
-ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => jwt_openssl('ES256', $ec, claims(), kid => 'ec1')) },
-		sub { $_[0]{status} == 200 }), 'an empty secret reloaded');
-refused(jwt_hs256(claims(), ''), 'HS256 with an empty secret configured (signed with the empty key)');
-refused(hs(), 'HS256 with an empty secret configured (signed with the old secret)');
+is($res->{status}, 200, 'keys still work while the HS256 keys are refused');
+$qg->write_secret_file('jwt.key', 'too-short');
+ok(reload_until(jwt_hs256(claims(), 'too-short'), 401), 'a key under 32 bytes: HS256 tokens are refused');
+refused(hs_with($secret2), 'HS256 signed with a key no longer in the file');
+$qg->write_secret_file('jwt.key', $secret);
+ok(reload_until(hs(), 200), 'the key file mended: HS256 accepted again');
+$qg->set_and_reload('querygate.jwt_secret_file', '');
+ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => hs()) },
+		sub { $_[0]{status} == 401 }), 'no key file: HS256 refused');
+refused(jwt_hs256(claims(), ''), 'HS256 with no key file (signed with the empty key)');
+refused(hs(), 'HS256 with no key file (signed with the old key)');
 
 # Algorithm confusion with no HS256 secret at all and the RSA key in the JWKS: an HS256 token is
 # never checked against a public key, whatever form of it was used as the HMAC key.

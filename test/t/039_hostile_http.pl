@@ -14,7 +14,7 @@ use FindBin;
 
 my $requests = $ENV{HOSTILE_REQUESTS} // 5000;
 my $qg = QuerygateTest->start(name => 'hostile_http', workers => 2,
-	conf => "querygate.jwt_secret = '" . ('s' x 40) . "'\n");
+	jwt_secret => 's' x 40);
 $qg->sql(q{
 	CREATE TABLE hostile_items (id int PRIMARY KEY, v text);
 	INSERT INTO hostile_items SELECT g, 'row ' || g FROM generate_series(1, 100) g;

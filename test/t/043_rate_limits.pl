@@ -16,7 +16,8 @@ use POSIX ();
 
 my $secret = 'r' x 40;
 my $qg = QuerygateTest->start(name => 'rate_limits', workers => 2,
-	conf => "querygate.allow_writes = on\nquerygate.jwt_secret = '$secret'\n"
+	jwt_secret => $secret,
+	conf => "querygate.allow_writes = on\n"
 	  . "querygate.quota_flush_interval = 1\n"
 	  # The slow call sleeps for a time the suite's time factor stretches (10 s and more under the
 	  # sanitizers and Valgrind): no statement timeout may end it first.
@@ -29,7 +30,7 @@ $qg->sql(q{
 	SELECT querygate.save_query('rl_bump', 'UPDATE rl_items SET n = n + 1 WHERE id = :id');
 });
 $qg->role('rl_reader', select => ['rl_items'], grant => ['UPDATE ON rl_items']);
-my $key = $qg->access(policy => 'limited', run_as => 'rl_reader',
+my $key = $qg->access(policy => 'limited', run_as => 'rl_reader', jwt_issuers => ['https://issuer.test'],
 	queries => [qw(rl_item rl_slow rl_bump)],
 	setup => q{SELECT querygate.grant_writes('limited', '{update}');});
 
@@ -120,7 +121,7 @@ ok(!defined $unlimited->{headers}{'ratelimit-limit'}, 'a caller without limits g
 
 # ---- bearer tokens count under their policy
 $qg->sql(q{SELECT querygate.set_limits(policy => 'limited', rate_per_second => 0.001, burst => 3)});
-my @tokens = map { jwt_hs256({ policy => 'limited', sub => "user$_", exp => time() + 3600 }, $secret) } 1 .. 2;
+my @tokens = map { jwt_hs256({ policy => 'limited', iss => 'https://issuer.test', sub => "user$_", exp => time() + 3600 }, $secret) } 1 .. 2;
 my @statuses = map { $qg->get('/q/rl_item?id=1', bearer => $tokens[ $_ % 2 ])->{status} } 1 .. 5;
 is(join(' ', @statuses), '200 200 200 429 429', "every token of a policy shares the policy's burst of 3");
 $qg->sql(q{SELECT querygate.set_limits(policy => 'limited', rate_per_second => 0, burst => 0)});

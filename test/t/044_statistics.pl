@@ -3,7 +3,7 @@
 # of a query by a caller allowed to call it, per query and policy, with errors by code, rows, bytes
 # and times, whichever worker served it; nothing for names a caller made up or may not call;
 # a write run by a write helper counts once; querygate.stat_workers counts every request answered;
-# GET /metrics is 404 without querygate.metrics_token, 401 without the token, and otherwise parses
+# GET /metrics is 404 without querygate.metrics_token_file, 401 without the token, and otherwise parses
 # with the official Prometheus client's parser and says what the views say; querygate.statistics
 # = off stops the counting; stat_reset() empties the table and only an administrator may call it.
 use strict;
@@ -16,7 +16,8 @@ use IPC::Run ();
 
 my $token = 'metrics-' . ('t' x 32);
 my $qg = QuerygateTest->start(name => 'statistics', workers => 2,
-	conf => "querygate.allow_writes = on\nquerygate.metrics_token = '$token'\n");
+	metrics_token => $token,
+	conf => "querygate.allow_writes = on\n");
 $qg->sql(q{
 	CREATE TABLE st_items (id int PRIMARY KEY, n int NOT NULL);
 	INSERT INTO st_items SELECT g, 0 FROM generate_series(1, 10) g;
@@ -195,11 +196,11 @@ for my $what ('SELECT * FROM querygate.stat_queries', 'SELECT * FROM querygate.s
 	my ($rc, $out, $err) = $qg->node->psql('postgres', "SET ROLE st_nobody; $what");
 	like($err, qr/permission denied/, "an ordinary role: $what is denied");
 }
-my ($rc, $out, $err) = $qg->node->psql('postgres', 'SET ROLE st_admin; SHOW querygate.metrics_token');
-like($err, qr/must be superuser|permission denied|privileges of pg_read_all_settings/,
-	'querygate.metrics_token is hidden from an administrator who is not a superuser');
+# The token is in a file (querygate.metrics_token_file), never in a setting anyone can read.
+my ($rc, $out, $err) = $qg->node->psql('postgres', "SET ROLE st_admin; SELECT pg_read_file('metrics.token')");
+like($err, qr/permission denied/, 'an administrator who is not a superuser cannot read the token file');
 unlike($qg->sql(q{SELECT string_agg(setting, ',') FROM pg_settings WHERE name LIKE 'querygate.%'}),
-	qr/\Q$token\E/, 'and it is not in pg_settings');
+	qr/\Q$token\E/, 'and the token is in no setting');
 ($rc, $out, $err) = $qg->node->psql('postgres', 'SET ROLE st_admin; SELECT querygate.stat_reset()');
 is($rc, 0, 'an administrator may reset the statistics') or diag($err);
 is($qg->sql('SELECT count(*) FROM querygate.stat_queries'), 0, 'after the reset, stat_queries is empty');
@@ -221,11 +222,25 @@ ok(QuerygateTest::poll_until(sub {
 is(value_of(scrape(token => $token), 'querygate_statistics_enabled', 'querygate_statistics_enabled'), 0,
 	'querygate_statistics_enabled 0');
 
-# ---- without a token, /metrics does not exist
-$qg->set_and_reload('querygate.metrics_token', '');
-ok(QuerygateTest::poll_until(sub { $qg->get('/metrics', bearer => $token)->{status} == 404 }),
-	'querygate.metrics_token empty: /metrics is 404');
+# ---- a second token while the first is rotated out, then without a token /metrics does not exist
+$qg->write_secret_file('metrics.token', [ $token, "$token-next" ]);
+$qg->sql('SELECT pg_reload_conf()');
+ok(QuerygateTest::poll_until(sub { $qg->get('/metrics', bearer => "$token-next", client => $qg->new_client)->{status} == 200 }),
+	'a second line of the token file is accepted after a reload');
+is($qg->get('/metrics', bearer => $token, client => $qg->new_client)->{status}, 200, 'and so is the first');
+$qg->set_and_reload('querygate.metrics_token_file', '');
+ok(QuerygateTest::poll_until(sub { $qg->get('/metrics', bearer => $token, client => $qg->new_client)->{status} == 404 }),
+	'querygate.metrics_token_file empty: /metrics is 404');
 $qg->expect_error($qg->get('/metrics', bearer => $token), 404, 'not_found',
 	'/metrics without a token set: not_found, as any unknown endpoint');
+$qg->write_secret_file('metrics.token', $token, 0644);
+my $log_offset = -s $qg->node->logfile;
+$qg->set_and_reload('querygate.metrics_token_file', 'metrics.token');
+# A worker reads the file at the first request after the reload.
+ok(QuerygateTest::poll_until(sub {
+			$qg->get('/metrics', bearer => $token, client => $qg->new_client)->{status} == 404
+			  && $qg->node->log_contains('GET /metrics is off: secret file .*metrics\.token', $log_offset) }),
+	'a token file others may read: /metrics is 404 and the log says why, naming the file');
+unlike(slurp_file($qg->node->logfile, $log_offset), qr/\Q$token\E/, 'the log never holds the token');
 
 done_testing();

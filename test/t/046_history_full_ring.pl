@@ -12,9 +12,8 @@ use Time::HiRes qw(time);
 use QuerygateTest;
 
 my $token = 'full-ring-metrics-token';
-my $qg = QuerygateTest->start(name => 'full_ring', workers => 2,
-	conf => "querygate.history_buffer = 64\nquerygate.history_flush_interval = 100\n"
-	  . "querygate.metrics_token = '$token'\n");
+my $qg = QuerygateTest->start(name => 'full_ring', workers => 2, metrics_token => $token,
+	conf => "querygate.history_buffer = 64\nquerygate.history_flush_interval = 100\n");
 $qg->sql(q{
 	CREATE TABLE fr_items (id int PRIMARY KEY, label text NOT NULL);
 	INSERT INTO fr_items SELECT g, 'item ' || g FROM generate_series(1, 10) g;

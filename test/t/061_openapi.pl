@@ -16,7 +16,8 @@ use QuerygateTest;
 my $clients = "$FindBin::Bin/../clients/node_modules/.bin";
 my $secret = 'a-test-secret-of-at-least-32-bytes-long';
 my $qg = QuerygateTest->start(name => 'openapi',
-	conf => "querygate.allow_writes = on\nquerygate.jwt_secret = '$secret'\n");
+	jwt_secret => $secret,
+	conf => "querygate.allow_writes = on\n");
 $qg->sql(q{
 	CREATE TABLE oa_people (id int PRIMARY KEY, name text, ssn text, secret text, born date, meta jsonb,
 	                        score numeric, tenant text);
@@ -38,7 +39,7 @@ $qg->sql(q{
 });
 $qg->role('oa_role', select => [qw(oa_people oa_hidden)]);
 $qg->sql('GRANT UPDATE ON oa_people TO oa_role');
-my $key = $qg->access(policy => 'oa_pol', run_as => 'oa_role',
+my $key = $qg->access(policy => 'oa_pol', run_as => 'oa_role', jwt_issuers => ['https://issuer.test'],
 	queries => [qw(oa_people oa_search oa_odd oa_mine oa_touch oa_refused oa_guess oa_gone)],
 	setup => q{
 		SELECT querygate.allow_tables('oa_pol', ARRAY['oa_people']::regclass[]);
@@ -78,7 +79,7 @@ my %odd = map { $_->{name} => $_ } grep { !$_->{'$ref'} } @{ $doc->{paths}{'/q/o
 ok(!exists $odd{q}{schema}{pattern}, 'a pattern ECMA-262 would read otherwise is no pattern');
 is($odd{q}{schema}{'x-postgresql-pattern'}, '\m[[:alpha:]]+', 'but kept as PostgreSQL\'s');
 my $now = time();
-my $token = QuerygateTest::jwt_hs256({ sub => 'u1', policy => 'oa_pol', tenant => 't1', exp => $now + 600, iat => $now },
+my $token = QuerygateTest::jwt_hs256({ sub => 'u1', policy => 'oa_pol', iss => 'https://issuer.test', tenant => 't1', exp => $now + 600, iat => $now },
 	$secret);
 my $by_token = $qg->get('/openapi.json', bearer => $token)->{json};
 ok($by_token->{paths}{'/q/oa_mine'}, 'a bearer token of the policy may call oa_mine');

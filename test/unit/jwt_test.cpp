@@ -294,7 +294,8 @@ jwt::Config config(const std::string &secret, const std::string &jwks_json,
                    const std::string &issuer = "", const std::string &audience = "")
 {
     jwt::Config c;
-    c.hs256_secret = secret;
+    if (!secret.empty())
+        c.hs256_secrets.push_back(secret);
     c.jwks_json = jwks_json;
     c.issuer = issuer;
     c.audience = audience;
@@ -345,6 +346,16 @@ int main()
                   "configure: a refused configuration keeps the previous one");
         ok(c.configure(config(std::string(32, 'x'), ""), error),
            "configure: HS256 secret of 32 bytes accepted", error);
+        // Rotation: two keys at once, each verifies its own tokens; a short one refuses them all.
+        jwt::Config both = config(secret, "");
+        both.hs256_secrets.push_back(other_secret);
+        ok(c.configure(both, error), "configure: two HS256 keys accepted", error);
+        expect_ok(c, token(hdr("HS256"), body(), hs(secret)), "rotation: the first key verifies");
+        expect_ok(c, token(hdr("HS256"), body(), hs(other_secret)),
+                  "rotation: the second key verifies");
+        both.hs256_secrets.push_back(std::string(31, 'y'));
+        ok(!c.configure(both, error) && error.find("HS256 key 3 ") == 0,
+           "configure: a short third key refused, named by its place", error);
         ok(!c.configure(config("", "not json"), error), "configure: JWKS not JSON refused");
         ok(!c.configure(config("", "{\"kid\":\"x\"}"), error),
            "configure: JWKS without keys array refused");

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -220,6 +221,17 @@ void hex_text()
        "to_hex: every byte value");
 }
 
+void comparison_and_wipe()
+{
+    ok(secrets::same_secret("token-1", "token-1"), "same_secret: equal");
+    ok(!secrets::same_secret("token-1", "token-2"), "same_secret: one byte differs");
+    ok(!secrets::same_secret("token-1", "token-12"), "same_secret: a prefix is not the secret");
+    ok(!secrets::same_secret("", "x"), "same_secret: empty against one byte");
+    std::vector<std::string> v = {"first-secret", "second"};
+    secrets::wipe(v);
+    ok(v.empty(), "wipe: the vector is emptied");
+}
+
 } // namespace
 
 int main()
@@ -229,5 +241,6 @@ int main()
     random_source();
     hashes();
     hex_text();
+    comparison_and_wipe();
     return tap::done();
 }
