@@ -111,8 +111,9 @@ SELECT is(querygate.explain('p', 'q') - 'columns' - 'predicates',
           jsonb_build_object('query', 'q', 'policy', 'p', 'run_as', 'qa_writer', 'granted', false,
                              'tables', jsonb_build_array('public.accounts'), 'writes', '[]'::jsonb,
                              'returns_rows', true, 'predicate_unresolvable', null, 'refused', null,
-                             'untrusted', null, 'computed', '[]'::jsonb, 'params', '[]'::jsonb),
-          'explain answers the query, the policy, its role, the grant, tables, writes, trust, parameters and the refusal');
+                             'untrusted', null, 'computed', '[]'::jsonb, 'params', '[]'::jsonb,
+                             'row_checks', '[]'::jsonb),
+          'explain answers the query, the policy, its role, the grant, tables, writes, trust, parameters, row checks and the refusal');
 SELECT is(querygate.explain('p', 'q')->'columns',
           '[{"name": "id", "sources": ["public.accounts.id"], "mask": null, "unresolvable": null},
             {"name": "owner", "sources": ["public.accounts.owner"], "mask": "mask", "unresolvable": null}]'::jsonb,

@@ -1,5 +1,6 @@
 // What a statement does with columns besides returning them: see column_uses.hpp.
 #include "policy/column_uses.hpp"
+#include "policy/row_checks.hpp"
 #include "policy/tree_walker.hpp"
 
 extern "C" {
@@ -133,62 +134,61 @@ void trace_unselected(Query *query, Level *level, bool is_cte, Uses *uses)
     }
 }
 
-// A write of a guessed value that conflicts or fails tells whether some row holds it: a unique or
-// exclusion index or a check constraint over the written column compares it, and a foreign key
-// compares the referenced column. Those columns are predicates.
-bool expression_uses_column(const char *node_text, AttrNumber attno)
+// The columns a target list assigns.
+Bitmapset *assigned_columns(List *target_list)
 {
-    if (node_text == nullptr)
-        return false;
-    Bitmapset *columns = nullptr;
-    pull_varattnos(static_cast<Node *>(stringToNode(node_text)), 1, &columns);
-    return bms_is_member(attno - FirstLowInvalidHeapAttributeNumber, columns);
-}
-
-bool index_compares(Oid index_oid, AttrNumber attno)
-{
-    HeapTuple tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index_oid));
-    if (!HeapTupleIsValid(tuple))
-        return false;
-    Form_pg_index index = reinterpret_cast<Form_pg_index>(GETSTRUCT(tuple));
-    bool compares = false;
-    if (index->indisunique || index->indisexclusion) {
-        for (int k = 0; k < index->indnatts && !compares; k++)
-            compares = index->indkey.values[k] == attno;
-        const int parts[] = {Anum_pg_index_indexprs, Anum_pg_index_indpred};
-        for (int part : parts) {
-            bool isnull;
-            Datum value = SysCacheGetAttr(INDEXRELID, tuple, part, &isnull);
-            compares =
-                compares || (!isnull && expression_uses_column(TextDatumGetCString(value), attno));
-        }
-    }
-    ReleaseSysCache(tuple);
-    return compares;
-}
-
-void add_constraint_comparisons(Oid relid, AttrNumber attno, ColumnSet *predicates)
-{
-    Relation rel = relation_open(relid, AccessShareLock);
-    bool compared = false;
+    Bitmapset *assigned = nullptr;
     ListCell *lc;
-    foreach (lc, RelationGetIndexList(rel))
-        compared = compared || index_compares(lfirst_oid(lc), attno);
-    TupleConstr *constr = RelationGetDescr(rel)->constr;
-    for (int c = 0; constr != nullptr && c < constr->num_check && !compared; c++)
-        compared = expression_uses_column(constr->check[c].ccbin, attno);
-    if (compared)
-        add_column(predicates, relid, attno);
-    foreach (lc, RelationGetFKeyList(rel)) {
-        ForeignKeyCacheInfo *fk = lfirst_node(ForeignKeyCacheInfo, lc);
-        for (int k = 0; k < fk->nkeys; k++)
-            if (fk->conkey[k] == attno)
-                add_column(predicates, fk->confrelid, fk->confkey[k]);
+    foreach (lc, target_list) {
+        TargetEntry *tle = lfirst_node(TargetEntry, lc);
+        if (!tle->resjunk && tle->resno > 0)
+            assigned = bms_add_member(assigned, tle->resno);
     }
-    relation_close(rel, AccessShareLock);
+    return assigned;
 }
 
-// Each column a write assigns: its value's lineage; and what its constraints compare.
+// What the database checks on the rows the query inserts, updates or deletes (row_checks.hpp).
+void collect_row_checks(Query *query, Uses *uses)
+{
+    if (query->resultRelation < 1 || query->resultRelation > list_length(query->rtable))
+        return;
+    const Oid relid = rt_fetch(query->resultRelation, query->rtable)->relid;
+    using row_checks::Write;
+    switch (query->commandType) {
+    case CMD_INSERT:
+        row_checks::collect(relid, Write::insert, nullptr, &uses->row_checks);
+        if (query->onConflict != nullptr && query->onConflict->action == ONCONFLICT_UPDATE)
+            row_checks::collect(relid, Write::update,
+                                assigned_columns(query->onConflict->onConflictSet),
+                                &uses->row_checks);
+        break;
+    case CMD_UPDATE:
+        row_checks::collect(relid, Write::update, assigned_columns(query->targetList),
+                            &uses->row_checks);
+        break;
+    case CMD_DELETE:
+        row_checks::collect(relid, Write::remove, nullptr, &uses->row_checks);
+        break;
+    case CMD_MERGE: {
+        ListCell *la;
+        foreach (la, query->mergeActionList) {
+            MergeAction *action = lfirst_node(MergeAction, la);
+            if (action->commandType == CMD_INSERT)
+                row_checks::collect(relid, Write::insert, nullptr, &uses->row_checks);
+            else if (action->commandType == CMD_UPDATE)
+                row_checks::collect(relid, Write::update, assigned_columns(action->targetList),
+                                    &uses->row_checks);
+            else if (action->commandType == CMD_DELETE)
+                row_checks::collect(relid, Write::remove, nullptr, &uses->row_checks);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+// Each column a write assigns: its value's lineage.
 void collect_writes(Query *query, Level *level, Uses *uses)
 {
     if (query->commandType != CMD_INSERT && query->commandType != CMD_UPDATE &&
@@ -230,7 +230,6 @@ void collect_writes(Query *query, Level *level, Uses *uses)
             w->nsources = set.n;
             w->sources = named_columns(&set);
             w->unresolvable = set.unresolvable ? pstrdup(set.unresolvable) : nullptr;
-            add_constraint_comparisons(relid, tle->resno, &uses->predicates);
         }
     }
 }
@@ -290,6 +289,7 @@ void collect_uses(Query *query, Level *parent, Uses *uses, bool is_cte)
     if (parent != nullptr)
         trace_unselected(query, &level, is_cte, uses);
     collect_writes(query, &level, uses);
+    collect_row_checks(query, uses);
 
     // The queries below this one.
     foreach (lc, query->cteList) {

@@ -32,6 +32,46 @@ void refuse(PolicyDecision &d, ErrorCode code, std::string message)
 }
 
 // Refuses a computation with a masked column (true when it did).
+// A masked source of the value a write assigns to `target`, or null.
+const SourceColumn *masked_source_of(const QueryAnalysis &analysis, const PolicyRules &rules,
+                                     const SourceColumn &target)
+{
+    for (int i = 0; i < analysis.nwrites; i++) {
+        const WriteLineage &w = analysis.writes[i];
+        if (w.target.relid != target.relid || w.target.attnum != target.attnum)
+            continue;
+        for (int s = 0; s < w.nsources; s++)
+            if (action_of(rules.masks, w.sources[s]) != masking::Action::none)
+                return &w.sources[s];
+    }
+    return nullptr;
+}
+
+// What the database checks on a row a write changes (row_checks.hpp) compares the columns it
+// reads: a masked one as stored, or as the write assigns it from a masked source, is refused as a
+// predicate is; a check that can read anything (a trigger) under any mask.
+bool refuse_row_check(PolicyDecision &d, const QueryAnalysis &analysis, const PolicyRules &rules,
+                      const RowCheck &check)
+{
+    if (check.any_column) {
+        refuse(d, error_code::mask_predicate,
+               std::string("the write runs ") + check.by +
+                   ", which can read any column, and the policy masks columns");
+        return true;
+    }
+    const SourceColumn *masked =
+        check.existing
+            ? (action_of(rules.masks, check.column) != masking::Action::none ? &check.column
+                                                                             : nullptr)
+            : masked_source_of(analysis, rules, check.column);
+    if (masked == nullptr)
+        return false;
+    refuse(d, error_code::mask_predicate,
+           std::string("the write is checked by ") + check.by +
+               ", which compares the masked column " + column_text(*masked));
+    return true;
+}
+
 bool refuse_computed(PolicyDecision &d, const PolicyRules &rules, const SourceColumn &c)
 {
     if (c.computed == nullptr || action_of(rules.masks, c) == masking::Action::none)
@@ -187,6 +227,9 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
                 return d;
             }
         }
+        for (int i = 0; i < analysis.nrow_checks; i++)
+            if (refuse_row_check(d, analysis, rules, analysis.row_checks[i]))
+                return d;
         if (analysis.predicate_unresolvable != nullptr) {
             refuse(d, error_code::mask_predicate,
                    std::string("the query filters, joins, groups, sorts or compares rows on a "

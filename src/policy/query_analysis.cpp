@@ -195,6 +195,10 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
     out->nwrites = uses.nwrites;
     out->writes =
         uses.writes ? uses.writes : static_cast<WriteLineage *>(palloc0(sizeof(WriteLineage)));
+    out->nrow_checks = list_length(uses.row_checks);
+    out->row_checks = static_cast<RowCheck *>(palloc0(sizeof(RowCheck) * Max(out->nrow_checks, 1)));
+    for (int i = 0; i < out->nrow_checks; i++)
+        out->row_checks[i] = *static_cast<RowCheck *>(list_nth(uses.row_checks, i));
 
     // The outputs: the statement's own target list (or RETURNING), as the client receives it.
     if (top != nullptr && out->returns_rows) {

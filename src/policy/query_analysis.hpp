@@ -34,6 +34,18 @@ struct WriteLineage {
     char *unresolvable;
 };
 
+// A check the database makes on a row a write changes (row_checks.hpp). `by` names it
+// ("constraint staff_cap on public.staff"). It reads `column`, or, with `any_column`, runs code
+// that can read anything (a trigger; a row-level security check with a subquery). With `existing`,
+// the value it reads is one the call did not write (a row already stored, another row an index
+// compares with); otherwise it is the value the write assigns, whose sources are the write's.
+struct RowCheck {
+    char *by;
+    bool any_column;
+    bool existing;
+    SourceColumn column;
+};
+
 struct RelationRef {
     Oid relid;
     char *schema;
@@ -70,9 +82,8 @@ struct QueryAnalysis {
     // Base columns used in WHERE, JOIN conditions, GROUP BY, HAVING, ORDER BY, DISTINCT (ON or
     // not), window PARTITION BY / ORDER BY, LIMIT / OFFSET, the arguments of functions in FROM,
     // ON CONFLICT targets, MERGE conditions, every column of a UNION, INTERSECT or EXCEPT (not
-    // UNION ALL), and the columns a constraint compares when a write assigns (a unique or
-    // exclusion index or a check over the column, the column a foreign key references), at every
-    // level of the rewritten tree. Deduplicated.
+    // UNION ALL), at every level of the rewritten tree. Deduplicated. (What constraints compare
+    // when a row is written is in row_checks.)
     int npredicates;
     SourceColumn *predicates;
     char *predicate_unresolvable; // NULL, or why a predicate's columns cannot be known
@@ -81,9 +92,13 @@ struct QueryAnalysis {
     int nunselected;
     SourceColumn *unselected;
     // Every column a write assigns, at any level (data-modifying CTEs, rule actions), with the
-    // lineage of its value. (The columns its constraints compare are among the predicates.)
+    // lineage of its value.
     int nwrites;
     WriteLineage *writes;
+    // What the database checks on the rows those writes (and deletes) change: constraints,
+    // indexes, foreign keys, row-level security, triggers (row_checks.hpp).
+    int nrow_checks;
+    RowCheck *row_checks;
     // One per parameter ($1..$n): the columns it meets.
     int nparams;
     ParamLineage *params;

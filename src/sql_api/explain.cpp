@@ -254,6 +254,21 @@ QUERYGATE_SQL_FUNCTION(querygate_explain)
             appendStringInfoString(&buf, ", ");
         append_column_name(&buf, &analysis.predicates[i]);
     }
+    // What the database checks on the rows a write changes, and the column each reads as stored
+    // ("stored": true) or as the write assigns it; null for a check that can read anything.
+    appendStringInfoString(&buf, "], \"row_checks\": [");
+    for (int i = 0; i < analysis.nrow_checks; i++) {
+        const RowCheck &check = analysis.row_checks[i];
+        appendStringInfoString(&buf, i > 0 ? ", {\"by\": " : "{\"by\": ");
+        escape_json(&buf, check.by);
+        appendStringInfoString(&buf, ", \"column\": ");
+        if (check.any_column)
+            appendStringInfoString(&buf, "null");
+        else
+            append_column_name(&buf, &check.column);
+        appendStringInfoString(&buf,
+                               check.existing ? ", \"stored\": true}" : ", \"stored\": false}");
+    }
     // Where a value is computed with: on its way to an output (the output's name), to a written
     // column (its name), or where no output shows it (null). Under a masking policy a masked one
     // is refused (mask_expression).

@@ -178,7 +178,7 @@ int recorded = 0;
 int last_record_status = 0;
 int streams = 0;
 CallRequest last;
-const char *metrics_token_file = nullptr;
+const char *metrics_token = nullptr;
 
 QueryRunner &instance()
 {
@@ -198,7 +198,7 @@ char *cors_allowed_origins = nullptr;
 int log_requests = log_off;
 int log_requests_format = log_text;
 int rate_limit_headers = limit_headers_all;
-char *metrics_token = nullptr;
+char *metrics_token_file = nullptr;
 bool history = false;
 int event_buffer = 0;
 int max_event_streams = 500;
