@@ -199,6 +199,30 @@ like(sql_error($qg, q{SELECT querygate.grant_writes('writer', '{update,truncate}
 	'grant_writes with an unknown operation: 22023 naming it');
 $qg->sql(q{SELECT querygate.grant_writes('writer', '{update}')});
 
+# --- what the database checks on a written row is a use of every column it reads: with salary
+# masked, a cap the caller writes under CHECK (salary <= cap) would answer 200 or 500 as the guess
+# passes the hidden salary. Refused at grant; granted under the opt-out, then refused at the next
+# call once the policy refuses again; never a 500 that tells.
+$qg->sql(q{
+	CREATE TABLE staff (id int PRIMARY KEY, salary int, salary_cap int, CONSTRAINT staff_cap CHECK (salary <= salary_cap));
+	INSERT INTO staff VALUES (1, 5000, 9000);
+	GRANT SELECT, UPDATE ON staff TO gov_writer;
+	SELECT querygate.mask('writer', 'staff.salary', 'hash');
+	SELECT querygate.save_query('set_cap', 'UPDATE staff SET salary_cap = :cap WHERE id = :id');
+});
+like(sql_error($qg, q{SELECT querygate.grant_query('writer', 'set_cap')}),
+	qr/^42501 .*constraint staff_cap on public\.staff, which compares the masked column public\.staff\.salary/,
+	'grant_query refuses a write a CHECK makes an oracle of');
+$qg->sql(q{SELECT querygate.set_policy('writer', mask_predicates => 'allow');
+           SELECT querygate.grant_query('writer', 'set_cap');
+           SELECT querygate.set_policy('writer', mask_predicates => 'refuse');});
+for my $cap (4000, 6000)
+{
+	refused("/q/set_cap?id=1&cap=$cap", $writer, 403, 'mask_predicate', "a cap of $cap: the same refusal either way");
+}
+is($qg->sql('SELECT salary_cap FROM staff WHERE id = 1'), '9000', 'and nothing was written');
+$qg->sql(q{SELECT querygate.unmask('writer', 'staff.salary')});
+
 # --- off again: read_only on the next calls
 $qg->set_and_reload('querygate.allow_writes', 'off');
 ok( poll_fresh(sub { fresh_request($qg, 'GET', '/q/deposit?aid=999999&delta=1', key => $writer) },
