@@ -56,17 +56,18 @@ $(OBJS): $(HEADERS)
 test:
 	test/run
 
-# The same suites against PostgreSQL 15 of Debian's version built from Debian's source package,
-# once per version and flavour, into /var/cache/querygate (scripts/build-pg prints its pg_config
-# on its last line): assert-enabled (--enable-cassert, -O1 -g, USE_VALGRIND); the same again with
-# every server under Valgrind; or built with AddressSanitizer and UndefinedBehaviorSanitizer
-# (clang 14), the extension with them too. Each report of Valgrind or a sanitizer is a failure.
+# The same suites against PostgreSQL 15 of Debian's version built with assertions from Debian's
+# source package, once per version, into /var/cache/querygate (scripts/build-pg prints its
+# pg_config on its last line; --enable-cassert, -O1 -g, USE_VALGRIND): as it is; with every server
+# under Valgrind; or with the extension built with AddressSanitizer and UndefinedBehaviorSanitizer
+# (clang 14) and their runtime preloaded into the servers. Each report of Valgrind or a sanitizer
+# is a failure.
 test-cassert:
 	pg_config=$$(scripts/build-pg cassert) && PG_CONFIG="$$(echo "$$pg_config" | tail -n 1)" test/run
 test-valgrind:
 	pg_config=$$(scripts/build-pg cassert) && PG_CONFIG="$$(echo "$$pg_config" | tail -n 1)" QUERYGATE_VALGRIND=1 test/run
 test-sanitize:
-	pg_config=$$(scripts/build-pg sanitize) && PG_CONFIG="$$(echo "$$pg_config" | tail -n 1)" test/run
+	pg_config=$$(scripts/build-pg cassert) && PG_CONFIG="$$(echo "$$pg_config" | tail -n 1)" QUERYGATE_SANITIZE=1 test/run
 # Starts the cached builds above and Citus's in the background and returns (scripts/warm-cache):
 # the first thing to do on a new machine.
 warm-cache:
