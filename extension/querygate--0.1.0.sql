@@ -94,11 +94,14 @@ CREATE TABLE policy (
 );
 
 -- Column masking rules of a policy. pattern is [schema.]table.column, lower-cased, '*' allowed in
--- any part; the strictest matching action wins (drop > null > mask > hash).
+-- any part; the strictest matching action wins (drop > null > mask > hash > mask_email >
+-- partial, and of two partials the one showing fewer characters). action is stored as
+-- querygate.mask normalises it: lower case, partial(lead,trail) with counts 0..31 and no blanks.
 CREATE TABLE mask_rule (
     policy   text NOT NULL REFERENCES policy (name) ON DELETE CASCADE,
     pattern  text NOT NULL,
-    action   text NOT NULL CHECK (action IN ('hash', 'mask', 'null', 'drop')),
+    action   text NOT NULL CHECK (action IN ('hash', 'mask', 'mask_email', 'null', 'drop')
+                                  OR action ~ '^partial\((0|[1-9]|[12][0-9]|3[01]),(0|[1-9]|[12][0-9]|3[01])\)$'),
     PRIMARY KEY (policy, pattern)
 );
 

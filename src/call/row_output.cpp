@@ -29,7 +29,8 @@ struct Column {
     int keylen;
     Kind kind;
     masking::Action action;
-    bool is_text; // string category: the mask action keeps a first character
+    bool is_text; // string category: mask, mask_email and partial keep characters of it
+    bool padded;  // char(n): its trailing blanks are not part of the value
     bool varlena; // its size is in its header (typlen -1)
     FmgrInfo output;
 };
@@ -108,20 +109,25 @@ void append_value(StringInfo out, const Column &col, Datum value)
     }
 }
 
-// "j***@example.com" for an email, "j***" for other text; the first character is kept whole
-// even when it takes several bytes. In the current memory context.
-char *masked_text(const char *text)
+// What a text shows under c's action (mask, mask_email or partial: masking::shown_text), in the
+// server's encoding. In the current memory context.
+char *masked_text(const Column &c, const char *text)
 {
+    const masking::Shown shown = masking::shown_text(c.action, text, c.padded, pg_mblen);
     StringInfoData masked;
     initStringInfo(&masked);
-    if (*text != '\0') {
-        int first = pg_mblen(text);
-        appendBinaryStringInfo(&masked, text, first);
-    }
-    appendStringInfoString(&masked, "***");
-    if (const char *at = strrchr(text, '@'))
-        appendStringInfoString(&masked, at);
+    appendBinaryStringInfo(&masked, text, static_cast<int>(shown.head));
+    appendStringInfoString(&masked, masking::filler);
+    appendBinaryStringInfo(&masked, text + shown.tail_from, static_cast<int>(shown.tail));
     return masked.data;
+}
+
+// The actions that show some characters of a text (and null for a value of another type).
+bool keeps_text(masking::Action a)
+{
+    const masking::Action kind = masking::kind_of(a);
+    return kind == masking::Action::mask || kind == masking::Action::mask_email ||
+           kind == masking::Action::partial;
 }
 
 } // namespace
@@ -150,8 +156,11 @@ void init_column(Column &c, const char *name, Oid type, masking::Action action)
     c.key = key.data;
     c.keylen = key.len;
     c.kind = kind_of(type);
-    c.action = action;
+    // A value no action has is drop (masking::kind_of), compared as such below.
+    c.action =
+        masking::kind_of(action) == masking::Action::partial ? action : masking::kind_of(action);
     c.is_text = TypeCategory(getBaseType(type)) == TYPCATEGORY_STRING;
+    c.padded = getBaseType(type) == BPCHAROID;
     Oid outfunc;
     bool varlena;
     getTypeOutputInfo(type, &outfunc, &varlena);
@@ -172,27 +181,22 @@ void hash_hex(const Column &c, Datum value, const char *hash_key, int hash_key_l
 void append_column(StringInfo out, const Column &c, Datum value, bool isnull, const char *hash_key,
                    int hash_key_len)
 {
-    if (isnull || c.action == masking::Action::null) {
+    const masking::Action kind = masking::kind_of(c.action);
+    if (isnull || kind == masking::Action::null || kind == masking::Action::drop ||
+        (keeps_text(kind) && !c.is_text)) {
         appendStringInfoString(out, "null");
         return;
     }
-    switch (c.action) {
-    case masking::Action::hash: {
+    if (kind == masking::Action::hash) {
         char hex[2 * secrets::sha256_length + 1];
         hash_hex(c, value, hash_key, hash_key_len, hex);
         appendStringInfoChar(out, '"');
         appendStringInfoString(out, hex);
         appendStringInfoChar(out, '"');
-        return;
-    }
-    case masking::Action::mask:
-        if (c.is_text)
-            escape_json(out,
-                        masked_text(OutputFunctionCall(const_cast<FmgrInfo *>(&c.output), value)));
-        else
-            appendStringInfoString(out, "null");
-        return;
-    default:
+    } else if (keeps_text(kind)) {
+        escape_json(out,
+                    masked_text(c, OutputFunctionCall(const_cast<FmgrInfo *>(&c.output), value)));
+    } else {
         append_value(out, c, value);
     }
 }
@@ -209,20 +213,21 @@ void append_field(StringInfo out, delimited_text::Kind kind, const Column &c, Da
     const auto put = [out](const char *data, size_t n) {
         appendBinaryStringInfo(out, data, static_cast<int>(n));
     };
-    if (isnull || c.action == masking::Action::null ||
-        (c.action == masking::Action::mask && !c.is_text)) {
+    const masking::Action action = masking::kind_of(c.action);
+    if (isnull || action == masking::Action::null || action == masking::Action::drop ||
+        (keeps_text(action) && !c.is_text)) {
         delimited_text::null_field(kind, put);
         return;
     }
-    if (c.action == masking::Action::hash) {
+    if (action == masking::Action::hash) {
         char hex[2 * secrets::sha256_length + 1];
         hash_hex(c, value, hash_key, hash_key_len, hex);
         put(hex, 2 * secrets::sha256_length);
         return;
     }
     const char *text = OutputFunctionCall(const_cast<FmgrInfo *>(&c.output), value);
-    if (c.action == masking::Action::mask)
-        text = masked_text(text);
+    if (keeps_text(action))
+        text = masked_text(c, text);
     delimited_text::field(kind, text, put);
 }
 
@@ -411,7 +416,7 @@ void append_rows_affected(StringInfo out, AnswerFormat format, uint64 n)
 void append_member(StringInfo out, const char *name, Oid type, Datum value, bool isnull, int action,
                    const char *hash_key, int hash_key_len)
 {
-    if (static_cast<masking::Action>(action) == masking::Action::drop)
+    if (masking::kind_of(static_cast<masking::Action>(action)) == masking::Action::drop)
         return;
     Column c;
     init_column(c, name, type, static_cast<masking::Action>(action));

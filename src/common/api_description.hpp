@@ -35,7 +35,7 @@ struct Column {
     std::string name;
     ValueType type;
     masking::Action action = masking::Action::none;
-    bool is_text = false; // the mask action keeps text (a first letter and "***"); others null
+    bool is_text = false; // mask, mask_email and partial keep characters of a text; others null
 };
 
 struct Query {

@@ -183,11 +183,28 @@ Owned param_schema(const Param &p)
 
 namespace {
 
+// What a text shows under an action that keeps some of it (masking::shown_text).
+std::string masked_description(masking::Action a)
+{
+    switch (masking::kind_of(a)) {
+    case masking::Action::mask_email:
+        return "masked by the caller's policy: an e-mail address as its first character, *** and "
+               "its @domain; any other text as its first character and ***";
+    case masking::Action::partial:
+        return "masked by the caller's policy: its first " +
+               std::to_string(masking::partial_lead(a)) + " and last " +
+               std::to_string(masking::partial_trail(a)) +
+               " characters around ***, or *** alone when that would hide nothing";
+    default:
+        return "masked by the caller's policy: its first character and ***";
+    }
+}
+
 // A column of the answer as the caller's policy serves it; null for a dropped one.
 json_t *column_schema(const Column &c)
 {
     using masking::Action;
-    switch (c.action) {
+    switch (masking::kind_of(c.action)) {
     case Action::drop:
         return nullptr;
     case Action::null: {
@@ -207,14 +224,16 @@ json_t *column_schema(const Column &c)
             str("hashed by the caller's policy: HMAC-SHA-256 of its text, in hex"));
         return s.take();
     }
-    case Action::mask: {
+    case Action::mask:
+    case Action::mask_email:
+    case Action::partial: {
         Owned s = object();
         if (c.is_text) {
             Owned t = array();
             append(t, str("string"));
             append(t, str("null"));
             set(s, "type", std::move(t));
-            set(s, "description", str("masked by the caller's policy: a first letter and ***"));
+            set(s, "description", str(masked_description(c.action)));
         } else {
             set(s, "type", str("null"));
             set(s, "description", str("masked by the caller's policy: null"));

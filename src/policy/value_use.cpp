@@ -44,9 +44,6 @@ bool passes_value_through(Node *expr)
     case T_Const:
     case T_Param:
         return true;
-    case T_FieldSelect:
-        return passes_value_through(
-            reinterpret_cast<Node *>(reinterpret_cast<FieldSelect *>(expr)->arg));
     case T_Aggref: {
         // count(x): the number of rows where x is not null, whatever x is.
         Aggref *agg = reinterpret_cast<Aggref *>(expr);
@@ -110,6 +107,8 @@ const char *value_use(Node *expr)
         return "ARRAY[]";
     case T_SubscriptingRef:
         return "a subscript";
+    case T_FieldSelect:
+        return "a field of a composite value";
     case T_SubLink:
         return "a subquery";
     default:

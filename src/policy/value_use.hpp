@@ -12,9 +12,11 @@ extern "C" {
 }
 
 // True for an expression that hands a value through unchanged: a column reference (a whole row
-// included) or a field of one, under binary-compatible relabelings only (any other cast, implicit
-// ones included, can fail for some values), count() of one (it does not look at the value), a
-// scalar subquery (its output is judged where the subquery makes it), a constant or a parameter.
+// included), under binary-compatible relabelings only (any other cast, implicit ones included, can
+// fail for some values), count() of one (it does not look at the value), a scalar subquery (its
+// output is judged where the subquery makes it), a constant or a parameter. Not a field of a
+// composite column ((addr).zip): a mask applies to the whole value, and the same action on one
+// field shows more of it (a zip code's first digit, which rows share a zip code).
 bool passes_value_through(Node *expr);
 
 // What expr does with the values under it, for a person: "lower()", "operator +", "CASE",

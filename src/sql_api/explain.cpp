@@ -155,8 +155,8 @@ void append_columns(StringInfo buf, const char *key, const SourceColumn *columns
 void append_action(StringInfo buf, const char *key, masking::Action action)
 {
     appendStringInfo(buf, ", \"%s\": ", key);
-    append_json_string(buf,
-                       action == masking::Action::none ? nullptr : masking::action_name(action));
+    append_json_string(buf, action == masking::Action::none ? nullptr
+                                                            : masking::action_name(action).c_str());
 }
 
 } // namespace

@@ -47,8 +47,9 @@ char *normalise_action(const char *text, const char **name)
 {
     masking::Action a;
     if (!masking::parse_action(text, a))
-        return pstrdup("action must be hash, mask, null or drop");
-    *name = masking::action_name(a);
+        return pstrdup("action must be hash, mask, mask_email, partial(lead,trail) with counts of "
+                       "0 to 31, null or drop");
+    *name = pstrdup(masking::action_name(a).c_str());
     return nullptr;
 }
 

@@ -28,6 +28,9 @@ use warnings;
 
 use Exporter 'import';
 use Fcntl ();
+use IPC::Run ();
+use File::Basename ();
+use File::Spec;
 use Digest::SHA qw(hmac_sha256 hmac_sha256_hex);
 use HTTP::Tiny;
 use IO::Select;
@@ -40,6 +43,7 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(pct query_string json_encode json_decode poll_until sql_quote read_until_close
+  parse_answer
   read_response mask_secret hmac_of masked_text column_texts sql_error fresh_request poll_fresh
   start_request finish_request body_without_request_id b64url b64url_decode jwt_hs256 jwt_unsigned
   openssl_key rsa_jwk ec_jwk public_pem jwt_openssl timeouts);
@@ -122,8 +126,10 @@ sub start
 	my $name = $o{name} // 'main';
 	my $preload = $o{preload} // 1;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	# allows_streaming => 1: a primary that standbys can stream from (see standby below)
-	$node->init(allows_streaming => $o{allows_streaming} // 0);
+	# allows_streaming => 1: a primary that standbys can stream from (see standby below);
+	# initdb => [options]: initdb's own (['--encoding=UTF8', '--locale=C'] where a test counts
+	# characters of several bytes, whatever the machine's locale).
+	$node->init(allows_streaming => $o{allows_streaming} // 0, extra => $o{initdb} // []);
 	my $http_port = PostgreSQL::Test::Cluster::get_free_port();
 	my $conf = "timezone = 'UTC'\nlog_min_messages = info\n";
 	for my $secret ([ 'jwt_secret', 'jwt.key' ], [ 'metrics_token', 'metrics.token' ])
@@ -549,16 +555,25 @@ sub hmac_of
 	return hmac_sha256_hex($text, $secret);
 }
 
-# The mask action on a text: its first character and ***, then the domain of an email
-# (from the last '@').
+# The mask action on a text: its first character and ***.
 sub masked_text
 {
 	my ($text) = @_;
 	return undef unless defined $text;
-	my $out = (length $text ? substr($text, 0, 1) : '') . '***';
-	my $at = rindex($text, '@');
-	$out .= substr($text, $at) if $at >= 0;
-	return $out;
+	return (length $text ? substr($text, 0, 1) : '') . '***';
+}
+
+# What a caller's parser reads of an answer's body ($kind: json, ndjson, csv or tsv), as a Perl
+# structure: test/clients/parse_answer.py, Python's own json and csv modules and COPY's text
+# format. A string saying why when it does not parse.
+sub parse_answer
+{
+	my ($kind, $body) = @_;
+	my ($out, $err) = ('', '');
+	my $parser = File::Spec->catfile(File::Basename::dirname(__FILE__), '..', 'clients', 'parse_answer.py');
+	IPC::Run::run([ 'python3', $parser, $kind ], '<', \$body, '>', \$out, '2>', \$err)
+	  or return "(does not parse: $err)";
+	return JSON::PP::decode_json($out);
 }
 
 # The text PostgreSQL gives each of @cols in each row of $select (run as superuser, in order):

@@ -203,8 +203,8 @@ is(scalar(grep { defined && /^[0-9a-f]{64}$/ } @hashes), 3, 'hash: 64 lower-case
 is($hashes[0], $hashes[2], 'hash: equal values (rows 1 and 3) give equal hashes');
 isnt($hashes[0], $hashes[1], 'hash: different values give different hashes');
 is($hashes[0], hmac_of($secret, '123-45-6789'), 'hash: HMAC-SHA-256 of the value\'s text with the mask secret');
-is_deeply([ map { $_->{email} } @$rows ], [ 'a***@example.com', 'b***@corp.example.org', 'c***@example.com' ],
-	'mask: an email keeps its first character and its domain');
+is_deeply([ map { $_->{email} } @$rows ], [ 'a***', 'b***', 'c***' ],
+	'mask: an e-mail address keeps its first character only (mask_email keeps a domain: 069)');
 is_deeply([ map { $_->{city} } @$rows ], [ 'O***', ($utf8 ? 'Å***' : 'B***'), undef ],
 	'mask: text keeps its first character (a whole character), NULL stays null');
 is_deeply([ map { exists $_->{age} ? $_->{age} : 'absent' } @$rows ], [ undef, undef, undef ],
@@ -212,7 +212,7 @@ is_deeply([ map { exists $_->{age} ? $_->{age} : 'absent' } @$rows ], [ undef, u
 is_deeply([ map { exists $_->{salary} ? $_->{salary} : 'absent' } @$rows ], [ undef, undef, undef ],
 	'null: the value is null');
 is(scalar(grep { exists $_->{note} } @$rows), 0, 'drop: the key is absent from every row object');
-like($res->{content}, qr/^\[\{"id":1,"name":"Alice","email":"a\*\*\*\@example\.com","ssn":"[0-9a-f]{64}","salary":null,"age":null,"city":"O\*\*\*","dept":"eng"\},/,
+like($res->{content}, qr/^\[\{"id":1,"name":"Alice","email":"a\*\*\*","ssn":"[0-9a-f]{64}","salary":null,"age":null,"city":"O\*\*\*","dept":"eng"\},/,
 	'the row text: dropped column absent, column order kept');
 my $page2 = $qg->get('/q/plain?page=2&page_size=1', key => $key{masked});
 $qg->expect_rows($page2, [ $rows->[1] ], 'page 2 (read through a cursor) is masked like page 1');
@@ -261,7 +261,7 @@ for my $s (@steps)
 }
 # Two rules on one derived column (opted out): the strictest of its sources.
 $res = $qg->get('/q/concatenation', key => $key{derived});
-is($res->{json}[0]{b} // '', '1***@example.com', 'ssn || email: hash and mask sources, mask wins');
+is($res->{json}[0]{b} // '', '1***', 'ssn || email: hash and mask sources, mask wins');
 
 # --- a rule change applies to the next call
 $qg->sql(q{SELECT querygate.unmask('derived', 'people.ssn')});
@@ -348,7 +348,7 @@ $res = $qg->get('/q/star', key => $key{masked});
 is_deeply([ map { $_->{pin} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] } ], [ (hmac_of($secret, '4242')) x 3 ],
 	'a column added after the plan was made: SELECT * returns it hashed') or diag(QuerygateTest::describe($res));
 $res = $qg->get('/q/views', key => $key{derived});
-is($res->{json}[0]{contact} // '', 'a***@example.com', 'the view before it is redefined');
+is($res->{json}[0]{contact} // '', 'a***', 'the view before it is redefined');
 $qg->sql(q{CREATE OR REPLACE VIEW people_v AS SELECT id, ssn AS social, salary::text AS contact, salary * 12 AS yearly FROM people});
 $res = $qg->get('/q/views', key => $key{derived});
 is_deeply([ map { $_->{contact} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] } ], [ undef, undef, undef ],

@@ -58,7 +58,7 @@ $src->sql(q{
 	SELECT querygate.grant_query('reader', q)
 	  FROM unnest(ARRAY['dr_lookup', 'dr_secret', 'dr_masked', 'dr_whoami']) AS q;
 	SELECT querygate.allow_tables('reader', ARRAY['dr_accounts']::regclass[]);
-	SELECT querygate.mask('reader', 'dr_accounts.email', 'mask');
+	SELECT querygate.mask('reader', 'dr_accounts.email', 'mask_email');
 	SELECT querygate.mask('reader', 'dr_accounts.balance', 'hash');
 });
 my $key = $src->sql(q{SELECT querygate.create_key('dr_key', 'reader')});
@@ -135,7 +135,7 @@ sub expect_answers
 		{ aid => 2, owner => 'bob', email => 'b***@corp.example.org', balance => hmac_of($secret, '250') },
 		{ aid => 3, owner => 'carol', email => 'c***@example.com', balance => hmac_of($secret, '42') },
 	];
-	$qg->expect_rows($o->{res}{masked}, $want_masked, "$which: the masked query (email masked, balance hashed)");
+	$qg->expect_rows($o->{res}{masked}, $want_masked, "$which: the masked query (email by mask_email, balance hashed)");
 	$qg->expect_error($o->{res}{secret}, 403, 'table_not_allowed', "$which: the query reading dr_secrets",
 		names => qr/public\.dr_secrets\b/);
 	$qg->expect_rows($o->{res}{whoami}, [ { who => 'dr_reader' } ], "$which: a call runs as dr_reader");
@@ -150,7 +150,7 @@ sub expect_answers
 		"$which: explain of the secrets query: refused with table_not_allowed");
 	is( $qg->sql(q{SELECT string_agg(c->>'name' || '=' || coalesce(c->>'mask', '-'), ',')
 	                 FROM jsonb_array_elements(querygate.explain('reader', 'dr_masked')->'columns') AS c}),
-		'aid=-,owner=-,email=mask,balance=hash', "$which: explain of the masked query: its masks");
+		'aid=-,owner=-,email=mask_email,balance=hash', "$which: explain of the masked query: its masks");
 }
 
 my $before = observe($src);

@@ -8,7 +8,6 @@
 # also from a write helper.
 use strict;
 use warnings;
-use FindBin;
 use JSON::PP;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -35,20 +34,10 @@ my $key = $qg->access(policy => 'fmt_pol', run_as => 'fmt_role',
 	setup => q{
 		SELECT querygate.grant_writes('fmt_pol', '{update}');
 		SELECT querygate.mask('fmt_pol', 'public.fmt_t.ssn', 'hash');
-		SELECT querygate.mask('fmt_pol', 'public.fmt_t.email', 'mask');
+		SELECT querygate.mask('fmt_pol', 'public.fmt_t.email', 'mask_email');
 		SELECT querygate.mask('fmt_pol', 'public.fmt_t.secret', 'drop');
 	});
-my $parser = "$FindBin::Bin/../clients/parse_answer.py";
 
-# What a caller's parser reads of a body, as a Perl structure.
-sub parsed
-{
-	my ($kind, $body) = @_;
-	my ($out, $err) = ('', '');
-	IPC::Run::run([ 'python3', $parser, $kind ], '<', \$body, '>', \$out, '2>', \$err)
-	  or return "(does not parse: $err)";
-	return decode_json($out);
-}
 
 sub call
 {
@@ -70,7 +59,7 @@ my $json = call('/q/fmt_all');
 is($json->{status}, 200, 'JSON: 200');
 is($json->{headers}{'content-type'}, 'application/json', 'JSON: its content type');
 is($json->{headers}{vary}, 'Accept, Accept-Encoding', 'the answer varies by Accept');
-my $rows = parsed('json', $json->{content});
+my $rows = parse_answer('json', $json->{content});
 is(scalar(@$rows), 4, 'JSON: four rows');
 is($rows->[2]{name}, $text_rows[2][1], 'JSON: a value with a line break, a tab and a backslash');
 is($rows->[1]{note}, '', 'JSON: the empty string');
@@ -80,7 +69,7 @@ ok(!defined $rows->[0]{note}, 'JSON: NULL is null');
 my $nd = call('/q/fmt_all', Accept => 'application/x-ndjson');
 is($nd->{status}, 200, 'NDJSON: 200');
 is($nd->{headers}{'content-type'}, 'application/x-ndjson', 'NDJSON: its content type');
-is_deeply(parsed('ndjson', $nd->{content}), $rows, 'NDJSON: one line per row, each the JSON row');
+is_deeply(parse_answer('ndjson', $nd->{content}), $rows, 'NDJSON: one line per row, each the JSON row');
 is(($nd->{content} =~ tr/\n//), 4, 'NDJSON: four lines');
 
 # --- CSV
@@ -88,7 +77,7 @@ my $csv = call('/q/fmt_all', Accept => 'text/csv');
 is($csv->{status}, 200, 'CSV: 200');
 is($csv->{headers}{'content-type'}, 'text/csv; charset=utf-8; header=present', 'CSV: its content type');
 is($csv->{headers}{'x-page'}, '1', 'CSV: the paging headers too');
-my $records = parsed('csv', $csv->{content});
+my $records = parse_answer('csv', $csv->{content});
 is_deeply($records->[0], \@columns, 'CSV: a header row of the column names');
 is_deeply([ @$records[ 1 .. 4 ] ], [ map { [ map { $_ // '' } @$_ ] } @text_rows ],
 	"CSV: Python's csv module reads every value back as stored (commas, quotes, CRLF, a tab, a backslash, spaces, multibyte letters)");
@@ -101,7 +90,7 @@ like($csv->{content}, qr/\r\n\z/, 'CSV: records end with CRLF');
 my $tsv = call('/q/fmt_all?format=tsv');
 is($tsv->{status}, 200, 'TSV: 200');
 is($tsv->{headers}{'content-type'}, 'text/tab-separated-values; charset=utf-8', 'TSV: its content type');
-is_deeply(parsed('tsv', $tsv->{content}), [ \@columns, @text_rows ],
+is_deeply(parse_answer('tsv', $tsv->{content}), [ \@columns, @text_rows ],
 	'TSV: every value back as stored, \\N as NULL (the COPY text format)');
 like($tsv->{content}, qr/^3\tline\\r\\nbreak\\ttab \\\\ back\t spaced \t\\N\t/m, 'TSV: CR, LF, tab and backslash are escaped');
 
@@ -112,15 +101,15 @@ is(call('/q/fmt_none?below=0&format=ndjson')->{content}, '', 'NDJSON without row
 is(call('/q/fmt_none?below=0&format=tsv')->{content}, "id\tname\n", 'TSV without rows: the header row alone');
 
 # --- masks apply alike
-my $mjson = parsed('json', call('/q/fmt_masked')->{content});
+my $mjson = parse_answer('json', call('/q/fmt_masked')->{content});
 is_deeply([ sort keys %{ $mjson->[0] } ], [qw(email id ssn)], 'masked JSON: the dropped column is left out');
 like($mjson->[0]{ssn}, qr/^[0-9a-f]{64}$/, 'masked JSON: the hashed column is an HMAC');
-is($mjson->[0]{email}, 'j***@example.com', 'masked JSON: the masked column');
-my $mcsv = parsed('csv', call('/q/fmt_masked', Accept => 'text/csv')->{content});
+is($mjson->[0]{email}, 'j***@example.com', 'masked JSON: the masked column (mask_email)');
+my $mcsv = parse_answer('csv', call('/q/fmt_masked', Accept => 'text/csv')->{content});
 is_deeply($mcsv->[0], [qw(id ssn email)], 'masked CSV: the dropped column is not in the header');
 is_deeply([ map { [ $_->{id}, $_->{ssn} // '', $_->{email} // '' ] } @$mjson ], [ @$mcsv[ 1 .. 4 ] ],
 	'masked CSV: the same hashes and masks as JSON, NULL empty');
-my $mtsv = parsed('tsv', call('/q/fmt_masked?format=tsv')->{content});
+my $mtsv = parse_answer('tsv', call('/q/fmt_masked?format=tsv')->{content});
 is_deeply([ @$mtsv[ 1 .. 4 ] ], [ map { [ "$_->{id}", $_->{ssn}, $_->{email} ] } @$mjson ],
 	'masked TSV: the same, NULL as \\N');
 

@@ -8,7 +8,6 @@
 # the file's bytes.
 use strict;
 use warnings;
-use FindBin;
 use IO::Select;
 use JSON::PP;
 use PostgreSQL::Test::Utils;
@@ -34,16 +33,7 @@ my $key = $qg->access(policy => 'ex_pol', run_as => 'ex_role', queries => [qw(ex
 	setup => q{SELECT querygate.mask('ex_pol', 'public.ex_t.secret', 'hash');
 	           SELECT querygate.grant_writes('ex_pol', '{update}');});
 my ($pid) = @{ $qg->worker_pids };
-my $parser = "$FindBin::Bin/../clients/parse_answer.py";
 
-sub parsed
-{
-	my ($kind, $body) = @_;
-	my ($out, $err) = ('', '');
-	IPC::Run::run([ 'python3', $parser, $kind ], '<', \$body, '>', \$out, '2>', \$err)
-	  or return "(does not parse: $err)";
-	return decode_json($out);
-}
 
 sub peak_kb
 {
@@ -67,7 +57,7 @@ is($csv->{headers}{'content-disposition'}, 'attachment; filename="ex_all.csv"', 
 ok(!defined $csv->{headers}{'x-page'}, 'not a page');
 my $bytes = length($csv->{content});
 cmp_ok($bytes, '>', 40_000_000, "of over 40 MB ($bytes bytes)");
-my $records = parsed('csv', $csv->{content});
+my $records = parse_answer('csv', $csv->{content});
 is(scalar(@$records), $N + 1, "Python's csv module reads the header and $N rows");
 is_deeply($records->[1], [ '1', 'label, "number" 1' . ('x' x 100), $hashed ], 'the first row, its secret hashed as on a page');
 is($records->[-1][0], $N, 'and the last');
@@ -81,13 +71,13 @@ ok(QuerygateTest::poll_until(sub {
 # --- the other formats
 my $nd = $qg->get('/q/ex_all?n=1000&stream=true', key => $key, headers => { Accept => 'application/x-ndjson' });
 is($nd->{headers}{'content-disposition'}, 'attachment; filename="ex_all.ndjson"', 'NDJSON by Accept');
-is(scalar(@{ parsed('ndjson', $nd->{content}) }), 1000, 'a line a row');
+is(scalar(@{ parse_answer('ndjson', $nd->{content}) }), 1000, 'a line a row');
 my $json = $qg->post('/q/ex_all', { params => { n => 1000 }, stream => JSON::PP::true }, key => $key);
-my $rows = parsed('json', $json->{content});
+my $rows = parse_answer('json', $json->{content});
 is(scalar(@$rows), 1000, 'JSON, asked for in a POST body: an array of every row');
 is($rows->[0]{secret}, $hashed, 'masked alike');
 my $tsv = $qg->get('/q/ex_all?n=10&stream=true&format=tsv', key => $key);
-is(scalar(@{ parsed('tsv', $tsv->{content}) }), 11, 'TSV with its header');
+is(scalar(@{ parse_answer('tsv', $tsv->{content}) }), 11, 'TSV with its header');
 is($qg->get('/q/ex_all?n=0&stream=true&format=csv', key => $key)->{content}, "id,label,secret\r\n",
 	'no rows: the header alone');
 

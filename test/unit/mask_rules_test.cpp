@@ -1,4 +1,5 @@
-// Tests of src/rules/mask_rules.cpp: action names and their order of strictness, column patterns
+// Tests of src/rules/mask_rules.cpp: action names and their order of strictness, what a value
+// shows under each action that keeps text, column patterns
 // ([schema.]table.column, lower-cased, "*" anywhere in a part), matching, and which rule wins.
 #include "rules/mask_rules.hpp"
 #include "tap.hpp"
@@ -48,30 +49,86 @@ masking::Rule rule(const std::string &text, Action a)
 
 void actions()
 {
-    is(std::string(masking::action_name(Action::none)), "none", "action_name: none");
-    is(std::string(masking::action_name(Action::hash)), "hash", "action_name: hash");
-    is(std::string(masking::action_name(Action::mask)), "mask", "action_name: mask");
-    is(std::string(masking::action_name(Action::null)), "null", "action_name: null");
-    is(std::string(masking::action_name(Action::drop)), "drop", "action_name: drop");
-    is(std::string(masking::action_name(static_cast<Action>(42))), "none",
-       "action_name: a value out of range is none");
-    ok(Action::none < Action::hash && Action::hash < Action::mask && Action::mask < Action::null &&
-           Action::null < Action::drop,
-       "strictness: none < hash < mask < null < drop");
+    is(masking::action_name(Action::none), "none", "action_name: none");
+    is(masking::action_name(Action::hash), "hash", "action_name: hash");
+    is(masking::action_name(Action::mask), "mask", "action_name: mask");
+    is(masking::action_name(Action::mask_email), "mask_email", "action_name: mask_email");
+    is(masking::action_name(Action::null), "null", "action_name: null");
+    is(masking::action_name(Action::drop), "drop", "action_name: drop");
+    is(masking::action_name(masking::partial_action(2, 4)), "partial(2,4)",
+       "action_name: partial(2,4)");
+    is(masking::action_name(static_cast<Action>(42)), "drop",
+       "action_name: a value no action has is taken for drop");
+    is(masking::kind_of(static_cast<Action>(static_cast<int>(Action::partial) + 5000)),
+       Action::drop, "kind_of: a partial value out of range is drop");
+    is(masking::kind_of(masking::partial_action(0, 0)), Action::partial, "kind_of: partial(0,0)");
+    ok(Action::none < masking::partial_action(31, 31) &&
+           masking::partial_action(0, 0) < Action::mask_email &&
+           Action::mask_email < Action::hash && Action::hash < Action::mask &&
+           Action::mask < Action::null && Action::null < Action::drop,
+       "strictness: none < partial < mask_email < hash < mask < null < drop");
+    ok(masking::partial_action(3, 3) < masking::partial_action(1, 4) &&
+           masking::partial_action(2, 3) < masking::partial_action(1, 4) &&
+           masking::partial_action(1, 0) < masking::partial_action(0, 0),
+       "strictness: of two partials the one showing fewer characters (then fewer first) wins");
+    // Every pair of counts survives the encoding.
+    bool round_trip = true;
+    for (int lead = 0; lead <= masking::partial_max; lead++)
+        for (int trail = 0; trail <= masking::partial_max; trail++) {
+            const Action a = masking::partial_action(lead, trail);
+            round_trip = round_trip && masking::partial_lead(a) == lead &&
+                         masking::partial_trail(a) == trail &&
+                         masking::kind_of(a) == Action::partial;
+        }
+    ok(round_trip, "partial_action: every (lead, trail) reads back");
+    is(masking::action_name(masking::partial_action(99, -3)), "partial(31,0)",
+       "partial_action clamps its counts");
 
     const struct {
         const char *text;
         Action action;
-    } good[] = {{"hash", Action::hash}, {"mask", Action::mask}, {"null", Action::null},
-                {"drop", Action::drop}, {"HASH", Action::hash}, {"Mask", Action::mask},
-                {"nULL", Action::null}, {"DROP", Action::drop}};
+    } good[] = {{"hash", Action::hash},
+                {"mask", Action::mask},
+                {"null", Action::null},
+                {"drop", Action::drop},
+                {"HASH", Action::hash},
+                {"Mask", Action::mask},
+                {"nULL", Action::null},
+                {"DROP", Action::drop},
+                {"mask_email", Action::mask_email},
+                {"MASK_EMAIL", Action::mask_email},
+                {"partial(2,4)", masking::partial_action(2, 4)},
+                {"Partial( 0 , 31 )", masking::partial_action(0, 31)},
+                {"partial(1,0)", masking::partial_action(1, 0)}};
     for (const auto &g : good) {
         Action a = Action::none;
         ok(masking::parse_action(g.text, a) && a == g.action,
            std::string("parse_action: ") + g.text);
     }
-    const char *bad[] = {"none", "",          " hash", "hash ", "hashes", "has",
-                         "h*",   "mask,drop", "nul",   "0",     "4"};
+    const char *bad[] = {"none",
+                         "",
+                         " hash",
+                         "hash ",
+                         "hashes",
+                         "has",
+                         "h*",
+                         "mask,drop",
+                         "nul",
+                         "0",
+                         "4",
+                         "partial",
+                         "partial()",
+                         "partial(2)",
+                         "partial(2,4",
+                         "partial(2,4) ",
+                         "partial(2,4,1)",
+                         "partial(32,0)",
+                         "partial(-1,2)",
+                         "partial(002,1)",
+                         "partial(a,b)",
+                         "partial(2,4)x",
+                         "mask-email",
+                         "email"};
     for (const char *b : bad) {
         Action a = Action::mask;
         bool parsed = masking::parse_action(b, a);
@@ -83,11 +140,95 @@ void actions()
     ok(!masking::parse_action("h\xC3\xA1sh", a), "parse_action refuses non-ASCII");
     // Every action's name parses back to it.
     bool all = true;
-    for (Action x : {Action::hash, Action::mask, Action::null, Action::drop}) {
+    for (Action x : {Action::hash, Action::mask, Action::mask_email, Action::null, Action::drop,
+                     masking::partial_action(0, 0), masking::partial_action(31, 31),
+                     masking::partial_action(3, 7)}) {
         Action y = Action::none;
         all = all && masking::parse_action(masking::action_name(x), y) && y == x;
     }
     ok(all, "parse_action(action_name(a)) == a");
+}
+
+// UTF-8's character lengths, as pg_mblen gives them in a UTF-8 database.
+int utf8_length(const char *s)
+{
+    const unsigned char c = static_cast<unsigned char>(*s);
+    return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+}
+
+// What a value shows, put together as a writer does.
+std::string shown(Action a, const std::string &text, bool padded = false)
+{
+    const masking::Shown s = masking::shown_text(a, text, padded, utf8_length);
+    return text.substr(0, s.head) + masking::filler + text.substr(s.tail_from, s.tail);
+}
+
+void shown_texts()
+{
+    const std::string url = "postgres://admin:S3cretPW@10.0.0.5:5432/prod";
+    is(shown(Action::mask, url), "p***", "mask: a URL with credentials shows its first character");
+    is(shown(Action::mask, "jane@example.com"), "j***", "mask: an e-mail keeps no domain");
+    is(shown(Action::mask, ""), "***", "mask: empty text is the filler");
+    is(shown(Action::mask, "\xC3\xA9t\xC3\xA9"), "\xC3\xA9***",
+       "mask: a first character of two bytes is kept whole");
+    is(shown(Action::mask, "ab        ", true), "a***", "mask: char(n)'s padding is not shown");
+    is(shown(Action::mask, "          ", true), "***", "mask: a blank char(n) is the filler");
+    is(shown(Action::mask, std::string(100000, 'x')), "x***",
+       "mask: the filler does not grow with the value");
+
+    is(shown(Action::mask_email, "jane@example.com"), "j***@example.com",
+       "mask_email: an e-mail address keeps its domain");
+    is(shown(Action::mask_email, "jane.doe+tag@mail.corp.example.org"),
+       "j***@mail.corp.example.org", "mask_email: dots and + in the local part");
+    is(shown(Action::mask_email, "jane@example.com    ", true), "j***@example.com",
+       "mask_email: char(n)'s padding is not part of the domain");
+    const char *not_email[] = {
+        "postgres://admin:S3cretPW@10.0.0.5:5432/prod",
+        "admin:pw@host.example.com",
+        "a@b@example.com",
+        "@example.com",
+        "jane@",
+        "jane@localhost",
+        "jane@example..com",
+        "jane@-example.com",
+        "jane@example.com ",
+        " jane@example.com",
+        "jane@exa mple.com",
+        "jane@example.com/path",
+        "jane@example.com:25",
+        "secret text with an @ in it",
+    };
+    for (const char *t : not_email)
+        is(shown(Action::mask_email, t), std::string(1, t[0]) + "***",
+           "mask_email: not an e-mail address, shown as mask: " + tap::show(std::string(t)));
+    ok(masking::is_email_address("j@m\xC3\xBCller.example"),
+       "is_email_address: a domain with non-ASCII letters");
+    ok(!masking::is_email_address(std::string(65, 'a') + "@example.com"),
+       "is_email_address: a local part over 64 bytes");
+    ok(!masking::is_email_address("a@" + std::string(64, 'b') + ".com"),
+       "is_email_address: a label over 63 bytes");
+
+    const Action p24 = masking::partial_action(2, 4);
+    is(shown(p24, "4111111111111111"), "41***1111", "partial(2,4): a card number");
+    is(shown(p24, "abcdefg"), "ab***defg", "partial(2,4): one character hidden");
+    is(shown(p24, "abcdef"), "***", "partial(2,4): nothing would be hidden, the filler alone");
+    is(shown(p24, ""), "***", "partial(2,4): empty text");
+    is(shown(p24, "abcdefgh    ", true), "ab***efgh", "partial(2,4): char(n)'s padding is trimmed");
+    is(shown(p24, "\xC3\xA9\xC3\xA8xyz\xE2\x82\xAC\xC3\xA0\xC3\xB9\xC3\xAE"),
+       "\xC3\xA9\xC3\xA8***\xE2\x82\xAC\xC3\xA0\xC3\xB9\xC3\xAE",
+       "partial(2,4): counts characters, not bytes");
+    is(shown(masking::partial_action(0, 4), "123-45-6789"), "***6789",
+       "partial(0,4): the end only");
+    is(shown(masking::partial_action(3, 0), "123-45-6789"), "123***",
+       "partial(3,0): the start only");
+    is(shown(masking::partial_action(0, 0), "anything"), "***", "partial(0,0): the filler alone");
+    is(shown(masking::partial_action(31, 31), std::string(63, 'a')),
+       std::string(31, 'a') + "***" + std::string(31, 'a'), "partial(31,31): the largest counts");
+    // A truncated multi-byte character at the end is never read past.
+    is(shown(masking::partial_action(1, 1), "abc\xE2\x82"), "a***\xE2\x82",
+       "partial: a character cut short at the end stays within the value");
+    is(shown(Action::hash, "x").size(), std::string("***").size(),
+       "shown_text of an action that keeps no text shows the filler alone");
 }
 
 void patterns()
@@ -227,6 +368,7 @@ void strictest()
 int main()
 {
     actions();
+    shown_texts();
     patterns();
     matching();
     strictest();
