@@ -1,6 +1,7 @@
 // The lineage of a value: see lineage.hpp.
 #include "policy/lineage.hpp"
 #include "policy/function_effects.hpp"
+#include "policy/stored_copies.hpp"
 #include "policy/tree_walker.hpp"
 #include "policy/value_use.hpp"
 
@@ -344,6 +345,39 @@ Oid view_of_subquery(Query *subquery)
     return InvalidOid;
 }
 
+// The same rows under other names (stored_copies.hpp): a partition's or a child table's column
+// is its ancestors' same-named column too, so a rule on a parent covers every partition and child
+// read by its own name; a materialized view's column is traced through its defining query, as a
+// view's is (and its own name stays a source, so a rule on it applies as well).
+void trace_stored_copies(Level *level, RangeTblEntry *rte, AttrNumber attno, ColumnSet *set)
+{
+    if (attno < 0)
+        return;
+    if (rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_PARTITIONED_TABLE ||
+        rte->relkind == RELKIND_FOREIGN_TABLE) {
+        const char *name = attno > 0 ? get_attname(rte->relid, attno, false) : nullptr;
+        ListCell *lc;
+        foreach (lc, relation_ancestors(rte->relid)) {
+            const Oid parent = lfirst_oid(lc);
+            if (attno == 0) {
+                add_all_columns(parent, set);
+            } else {
+                const AttrNumber inherited = get_attnum(parent, name);
+                if (inherited != InvalidAttrNumber)
+                    add_column(set, parent, inherited);
+            }
+        }
+    } else if (rte->relkind == RELKIND_MATVIEW) {
+        Query *defining = matview_query(rte->relid);
+        if (defining == nullptr)
+            mark_unresolvable(set, "a materialized view whose query cannot be read");
+        else if (attno == 0)
+            trace_all_query_columns(defining, level, set);
+        else
+            trace_query_column(defining, attno, level, false, set);
+    }
+}
+
 // The sources of column attno (0: the whole row) of RTE rtindex at this level.
 void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *set)
 {
@@ -361,6 +395,7 @@ void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *se
         else if (attno > 0)
             add_column(set, rte->relid, attno);
         // system columns (ctid, xmin, tableoid, ...) carry no table data
+        trace_stored_copies(level, rte, attno, set);
         if (query->commandType != CMD_SELECT) {
             // RETURNING shows the values written; EXCLUDED holds the values proposed for insertion.
             if (level->returning && rtindex == query->resultRelation)
