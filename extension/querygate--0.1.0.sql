@@ -87,6 +87,9 @@ CREATE TABLE policy (
     quota            bigint CHECK (quota > 0),
     quota_period     text CHECK (quota_period IN ('day', 'month')),
     events           boolean NOT NULL DEFAULT false,
+    -- Whose calls a watcher sees: 'own', its own (its key; a token's subject in its tenant), or
+    -- 'policy', every caller's of this policy in its own tenant (grant_events).
+    events_scope     text NOT NULL DEFAULT 'own' CHECK (events_scope IN ('own', 'policy')),
     -- The issuers (iss) whose bearer tokens may name this policy; empty: no token reaches it, so a
     -- leaked HS256 key or a JWKS signer reaches only the policies that accept its issuer.
     jwt_issuers      text[] NOT NULL DEFAULT '{}' CHECK (array_position(jwt_issuers, NULL) IS NULL),
@@ -353,8 +356,10 @@ CREATE FUNCTION unmask(policy text, column_pattern text) RETURNS void
 CREATE FUNCTION grant_writes(policy text, ops text[]) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_writes';
 -- Whether the policy's callers may watch GET /events: run events (query, status, code, duration,
--- rows, request id; never parameters or rows) of every call of the queries the policy is granted.
-CREATE FUNCTION grant_events(policy text) RETURNS void
+-- rows, request id; never parameters or rows) of calls of the queries the policy is granted: by
+-- default ('own') a watcher's own calls only (the same key; a token's subject in its tenant); with
+-- scope 'policy', every call of the policy's callers in the watcher's tenant (never another's).
+CREATE FUNCTION grant_events(policy text, scope text DEFAULT 'own') RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_events';
 CREATE FUNCTION revoke_events(policy text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_events';
@@ -399,7 +404,7 @@ CREATE VIEW policies AS
     SELECT p.name, p.run_as, p.allow_superuser,
            array(SELECT g.query FROM query_grant g WHERE g.policy = p.name ORDER BY g.query) AS queries,
            p.allowed_tables, p.write_ops, p.mask_predicates, p.history_params, p.statement_timeout,
-           p.events,
+           p.events, p.events_scope,
            (SELECT jsonb_object_agg(m.pattern, m.action) FROM mask_rule m WHERE m.policy = p.name)
                AS masks,
            p.rate_per_second, p.burst, p.max_in_flight, p.quota, p.quota_period,
@@ -466,7 +471,7 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb, boolean), drop_que
     revoke_key(text),
     set_limits(text, text, double precision, integer, integer, bigint, text),
     allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
-    grant_writes(text, text[]), grant_events(text), revoke_events(text),
+    grant_writes(text, text[]), grant_events(text, text), revoke_events(text),
     set_policy(text, text, boolean, boolean, interval, text[]), set_jwks(jsonb), isolate_tenant(regclass, name), explain(text, text),
     stat_queries(), stat_workers(), stat_history(), stat_reset()
     TO querygate_admin;

@@ -1,10 +1,12 @@
 // Who is calling: see authenticate.hpp.
 #include "call/authenticate.hpp"
 
+#include "auth/secrets.hpp"
 #include "common/settings.hpp"
 #include "http/client_address.hpp"
 
 #include <chrono>
+#include <cstring>
 
 int64_t unix_now_us()
 {
@@ -102,4 +104,45 @@ ApiError Authenticator::authenticate(const CatalogCache &cache, const CallReques
         }
     }
     return ApiError();
+}
+
+namespace {
+
+void digest16(const std::string &text, unsigned char (&out)[16])
+{
+    unsigned char full[secrets::sha256_length];
+    secrets::sha256(text.data(), text.size(), full);
+    std::memcpy(out, full, sizeof(out));
+}
+
+// Each part with its length first, so that no two identities' parts run together.
+void add_part(std::string &s, std::string_view part)
+{
+    s += std::to_string(part.size());
+    s += ':';
+    s.append(part);
+}
+
+} // namespace
+
+run_events::Who who_of(const Caller &caller)
+{
+    run_events::Who who;
+    if (caller.policy == nullptr)
+        return who;
+    std::string scope;
+    add_part(scope, caller.policy->name);
+    add_part(scope, caller.has_tenant ? "t" + caller.tenant : std::string("-"));
+    std::string identity = scope;
+    if (caller.key != nullptr) {
+        add_part(identity, "key");
+        add_part(identity, std::to_string(caller.key->id));
+    } else {
+        const auto subject = caller.claims.scalars.find("sub");
+        add_part(identity, "jwt");
+        add_part(identity, subject != caller.claims.scalars.end() ? subject->second : "");
+    }
+    digest16(scope, who.scope);
+    digest16(identity, who.caller);
+    return who;
 }

@@ -26,6 +26,11 @@ struct Caller {
     jwt::Claims claims;
 };
 
+// Who an accepted caller is, as GET /events matches watchers with calls (run_events::Who): its
+// scope is its policy and tenant; its identity adds its key, or a token's subject (all of a
+// policy's tokens without one, in one tenant, are one caller). Unknown for a caller not accepted.
+run_events::Who who_of(const Caller &caller);
+
 class Authenticator {
   public:
     // key_hash_hex: the SHA-256 of request.secret in lower-case hex (only hashes are compared).

@@ -174,6 +174,7 @@ void put(const CallRecord &call) noexcept
     copy_cut(e.query, sizeof(e.query), call.query);
     copy_cut(e.code, sizeof(e.code), call.code);
     copy_cut(e.request_id, sizeof(e.request_id), call.request_id);
+    e.who = call.who;
     // With a stream open on any worker, the event goes in the ring now: the rest of this round
     // may be a long call, and other workers' streams would hear of this one only after it.
     if (pg_atomic_read_u32(&shared->open_streams) != 0)

@@ -688,6 +688,8 @@ void QueryRunner::State::audience_of(const Caller &caller, event_stream::Audienc
     if (!queries)
         queries = std::make_shared<const event_stream::QuerySet>(policy.queries);
     out.queries = queries;
+    out.who = who_of(caller);
+    out.whole_policy = policy.events_whole_policy;
     out.policy = policy.name;
     out.key = std::string(caller.key_name);
     out.subject =
@@ -863,6 +865,8 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         result.key_name = caller.key_name;
         result.policy = caller.policy->name;
     }
+    if (event_ring::ring() != nullptr)
+        result.who = who_of(caller);
     if (query != nullptr) {
         result.revision = query->revision;
         result.version = query->version;

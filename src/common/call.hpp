@@ -2,6 +2,7 @@
 // it gets back (CallResult). Plain C++.
 #pragma once
 
+#include "common/run_events.hpp"
 #include "common/answer_format.hpp"
 #include "common/api_error.hpp"
 #include "common/file_body.hpp"
@@ -78,6 +79,8 @@ struct CallResult {
     // querygate.history is on.
     std::string key_name;
     std::string policy;
+    // Who called, as GET /events matches watchers with calls; filled while events are on.
+    run_events::Who who;
     // The caller's limits (call/limit_table.hpp): what the headers say, and the call's place in
     // its caller's in-flight count, which a call handed to a helper keeps until its answer
     // (QueryRunner::release; empty when none is held).

@@ -3,6 +3,8 @@
 // (call/history_ring.hpp). Plain C++: views into the answering side's strings.
 #pragma once
 
+#include "common/run_events.hpp"
+
 #include <cstdint>
 #include <string_view>
 
@@ -21,4 +23,5 @@ struct CallRecord {
     std::uint64_t bytes = 0; // the answer's body
     std::string_view masked; // a JSON array of the masked output columns' names; empty: none
     std::string_view params; // a JSON object of the parameters (history_params); empty: none
+    run_events::Who who;     // who called, for GET /events; unknown when no caller was accepted
 };

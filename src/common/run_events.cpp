@@ -6,6 +6,22 @@
 
 namespace run_events {
 
+bool Who::known() const
+{
+    for (unsigned char b : caller)
+        if (b != 0)
+            return true;
+    return false;
+}
+
+bool sees(const Who &watcher, bool whole_policy, const Who &made_by)
+{
+    if (!watcher.known() || !made_by.known())
+        return false;
+    return whole_policy ? std::memcmp(watcher.scope, made_by.scope, sizeof(made_by.scope)) == 0
+                        : std::memcmp(watcher.caller, made_by.caller, sizeof(made_by.caller)) == 0;
+}
+
 namespace {
 
 std::uint32_t power_of_two(std::uint32_t n)

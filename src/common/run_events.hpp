@@ -10,7 +10,8 @@
 // overwritten under it (a seqlock), and says so as a gap.
 //
 // What an event holds, and what it never holds: the query, the status and stable code, the
-// duration, the rows and the request id; never parameters or rows.
+// duration, the rows and the request id, and who called as digests that only compare (Who); never
+// parameters, rows, or a caller's name.
 #pragma once
 
 #include <atomic>
@@ -21,6 +22,19 @@
 
 namespace run_events {
 
+// Who made a call, as a watcher is matched with it: the first 16 bytes of SHA-256 of the caller's
+// identity (a key; a token's policy, tenant and subject) and of its scope (its policy and tenant).
+// All zero when no caller was accepted: such an event is no watcher's.
+struct Who {
+    unsigned char caller[16] = {};
+    unsigned char scope[16] = {};
+    bool known() const;
+};
+
+// Whether a watcher (`watcher`, seeing `whole_policy`: its policy's calls in its tenant, else its
+// own) sees a call made by `made_by`.
+bool sees(const Who &watcher, bool whole_policy, const Who &made_by);
+
 struct Event {
     std::uint64_t id = 0;    // 1, 2, ...: the ring's sequence, the SSE event id
     std::int64_t at_us = 0;  // when the call ended, µs since the Unix epoch
@@ -30,6 +44,7 @@ struct Event {
     char query[64] = {};      // cut to fit; the names of saved queries are shorter
     char code[32] = {};       // the stable error code, empty on success
     char request_id[40] = {}; // cut to fit (a caller's X-Request-Id may be longer)
+    Who who;
 };
 
 struct Slot {

@@ -125,7 +125,10 @@ void Streams::deliver(const run_events::Batch &batch)
                         seen.push_back(i);
             found = matches.emplace(queries, std::move(seen)).first;
         }
+        const Audience &audience = s->audience();
         for (std::size_t i : found->second) {
+            if (!run_events::sees(audience.who, audience.whole_policy, batch.events[i].who))
+                continue;
             if (!made[i]) {
                 texts_[i].clear();
                 run_events::append_event(texts_[i], batch.events[i]);

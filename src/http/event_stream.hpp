@@ -34,6 +34,8 @@ struct Audience {
     std::string policy;
     std::shared_ptr<const QuerySet> queries; // the policy's granted queries
     std::int64_t expires_at_us = 0;          // the key's or token's end (Unix µs); 0: none
+    run_events::Who who;                     // the watcher, matched with each call's
+    bool whole_policy = false; // its policy's calls in its tenant (grant_events scope 'policy')
 };
 
 // Text waiting past this many bytes: the client does not read, and the stream is closed.

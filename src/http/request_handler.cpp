@@ -431,6 +431,7 @@ void RequestHandler::note_result(Logged &logged, CallResult &result)
     logged.rows = result.error.set() ? 0 : result.rows;
     logged.masked = std::move(result.masked);
     logged.params = std::move(result.params);
+    logged.who = result.who;
 }
 
 void RequestHandler::log_answer(const Logged &logged, const HttpResponse &response,
@@ -456,6 +457,7 @@ void RequestHandler::log_answer(const Logged &logged, const HttpResponse &respon
         call.bytes = response.file.present() ? response.file.size() : response.body.size();
         call.masked = logged.masked;
         call.params = logged.params;
+        call.who = logged.who;
         runner_.record(call);
     }
     // Probes that succeed are not logged: a load balancer's would fill the log.

@@ -73,6 +73,7 @@ class RequestHandler {
         unsigned long long rows = 0;
         std::string masked;
         std::string params;
+        run_events::Who who;
     };
 
     std::string request_id(const HttpRequest &request);

@@ -12,8 +12,8 @@
 // The policy's row: name, run_as (an oid), allowed_tables (oids joined by commas; NULL when the
 // policy has no allow-list), write_ops (names joined by commas), mask_predicates, allow_superuser
 // and history_params ("t" or "f"), statement_timeout (whole milliseconds; NULL when the policy has
-// none), events ("t" or "f"). Every function and operator schema-qualified: it runs in
-// superuser sessions. Followed by nothing, or by a WHERE clause.
+// none), events ("t" or "f"), events_scope ("own" or "policy"). Every function and operator
+// schema-qualified: it runs in superuser sessions. Followed by nothing, or by a WHERE clause.
 extern const char policy_rows_select[];
 // The policies' mask rules: policy, pattern, action. Followed by a WHERE and ORDER BY clause.
 extern const char mask_rows_select[];
@@ -28,6 +28,7 @@ enum PolicyColumn {
     POLICY_HISTORY_PARAMS,
     POLICY_STATEMENT_TIMEOUT,
     POLICY_EVENTS,
+    POLICY_EVENTS_SCOPE,
     POLICY_COLUMNS
 };
 
@@ -47,7 +48,9 @@ struct DecodedPolicy {
     bool history_params = false;   // the run history keeps its callers' parameters
     long statement_timeout_ms = 0; // how long its calls may run; 0: querygate.statement_timeout
     bool events = false;           // its callers may watch GET /events (grant_events)
-    PolicyRules rules;             // allow-list, writes, masks, mask_predicates
+    bool events_whole_policy =
+        false;         // ... every caller's calls in their tenant, not only their own
+    PolicyRules rules; // allow-list, writes, masks, mask_predicates
 };
 
 // Decodes a row. False, with the reason, when a part of it cannot be decoded (a mask rule that does

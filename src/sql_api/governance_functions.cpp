@@ -208,24 +208,31 @@ QUERYGATE_SQL_FUNCTION(querygate_grant_writes)
 // Whether a policy's callers may open GET /events. The events say only that a granted query ran
 // and how it ended, never what it was given or returned; still a watcher learns when others call,
 // so it is granted by name, never by default.
-static void set_events(FunctionCallInfo fcinfo, bool on)
+// scope: whose calls a watcher sees, 'own' or 'policy' (the policy's callers in the watcher's
+// tenant); kept as it was when revoking.
+static void set_events(FunctionCallInfo fcinfo, bool on, const char *scope)
 {
     require_admin();
     char *policy = sql_text_arg(fcinfo, 0, "the policy name");
-    const char *args[2] = {policy, on ? "true" : "false"};
-    catalog_change_policy(
-        "UPDATE querygate.policy SET events = $2::pg_catalog.bool WHERE name = $1", 2, args);
+    if (on && strcmp(scope, "own") != 0 && strcmp(scope, "policy") != 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("the events scope must be 'own' or 'policy'")));
+    const char *args[3] = {policy, on ? "true" : "false", scope};
+    catalog_change_policy("UPDATE querygate.policy SET events = $2::pg_catalog.bool, "
+                          "events_scope = CASE WHEN $2::pg_catalog.bool THEN $3 "
+                          "ELSE events_scope END WHERE name = $1",
+                          3, args);
 }
 
 QUERYGATE_SQL_FUNCTION(querygate_grant_events)
 {
-    set_events(fcinfo, true);
+    set_events(fcinfo, true, sql_text_arg(fcinfo, 1, "the events scope"));
     PG_RETURN_VOID();
 }
 
 QUERYGATE_SQL_FUNCTION(querygate_revoke_events)
 {
-    set_events(fcinfo, false);
+    set_events(fcinfo, false, "own");
     PG_RETURN_VOID();
 }
 

@@ -3,7 +3,8 @@
 # X-API-Key, Bearer and ?access_token=); the stream's head and first bytes; a run event's fields,
 # with the call's X-Request-Id and its error code (an MCP tools/call's too), and never a
 # parameter's or a row's value; only the events of the queries the stream's policy is granted,
-# checked again at each delivery; resuming
+# checked again at each delivery, and of whose calls its grant says (its own by default; its
+# policy's in its tenant with grant_events(..., 'policy')); resuming
 # with Last-Event-ID or ?last_event_id= (exactly the later events, in order; a gap event for those
 # the ring of querygate.event_buffer no longer holds); keep-alive comments; the caps per key (429
 # too_many_streams, freed when a client goes) and per worker (503 streams_full, reloaded); open
@@ -294,7 +295,7 @@ $qg->expect_error(refused(open_stream()), 401, 'unauthorized', 'GET /events with
 $qg->expect_error(refused(open_stream(key => 'qg_not_a_key')), 401, 'unauthorized', 'GET /events with a key that is not one');
 $qg->expect_error(refused(open_stream(key => $k1)), 403, 'events_not_granted', 'a key whose policy has no grant_events');
 $qg->expect_error(refused(open_stream(key => $k1, method => 'POST')), 405, 'method_not_allowed', 'POST /events');
-$qg->sql(q{SELECT querygate.grant_events('ev_pol'); SELECT querygate.grant_events('ev_other')});
+$qg->sql(q{SELECT querygate.grant_events('ev_pol', 'policy'); SELECT querygate.grant_events('ev_other', 'policy')});
 is($qg->sql(q{SELECT string_agg(name || '=' || events, ',' ORDER BY name) FROM querygate.policies}),
 	'ev_other=true,ev_pol=true,ev_third=false', 'querygate.policies shows events');
 
@@ -463,7 +464,7 @@ close_stream($_) for @open;
 
 # ---------------------------------------------------------------- grants are checked at each delivery
 
-$qg->sql(q{SELECT querygate.grant_events('ev_third')});
+$qg->sql(q{SELECT querygate.grant_events('ev_third', 'policy')});
 my $k_third_stream = new_key('ev_third');
 my $st = must_open('a stream of ev_third', key => $k_third_stream);
 my $sq = must_open('a stream of ev_pol', key => new_key('ev_pol'));
@@ -475,6 +476,36 @@ ok(wait_run($sq, $rid_b), 'ev_pol\'s stream gets a later event of ev_ping');
 ok(!run_of($sq, $rid_a), 'but not ev_item\'s, whose grant was revoked after the stream opened');
 close_stream($_) for $st, $sq;
 $qg->sql(q{SELECT querygate.grant_query('ev_pol', 'ev_item')});
+
+# ---------------------------------------------------------------- whose calls a watcher sees
+
+# By default (grant_events scope 'own') a watcher sees its own calls only, not another key's of
+# the same policy and tenant; with scope 'policy', every call of its policy in its tenant, never
+# one of another tenant. Absence by order: the later call's event came, the earlier's did not.
+$qg->sql(q{SELECT querygate.create_policy('ev_scope', 'ev_role');
+           SELECT querygate.grant_query('ev_scope', 'ev_ping');
+           SELECT querygate.grant_events('ev_scope');});
+is($qg->sql(q{SELECT events || ' ' || events_scope FROM querygate.policies WHERE name = 'ev_scope'}),
+	'true own', 'grant_events: scope own by default, shown in policies');
+my %tk = map { $_->[0] => $qg->sql("SELECT querygate.create_key('ev_scope_$_->[0]', 'ev_scope', tenant => '$_->[1]')") }
+  ([ a1 => 'a' ], [ a2 => 'a' ], [ a3 => 'a' ], [ b1 => 'b' ]);
+my $so = must_open('a stream of a key of its own', key => $tk{a1});
+my (undef, $rid_a2) = call('ev_ping', $tk{a2});
+my (undef, $rid_a1) = call('ev_ping', $tk{a1});
+ok(wait_run($so, $rid_a1), "own: the watcher's own call reaches it");
+ok(!run_of($so, $rid_a2), "own: another key's call of the same policy and tenant does not");
+close_stream($so);
+$qg->sql(q{SELECT querygate.grant_events('ev_scope', 'policy')});
+is($qg->sql(q{SELECT events_scope FROM querygate.policies WHERE name = 'ev_scope'}), 'policy',
+	'grant_events(..., \'policy\') is shown');
+my $sp = must_open('a stream of the policy\'s calls', key => $tk{a3});
+my (undef, $rid_b1) = call('ev_ping', $tk{b1});
+my (undef, $rid_a2b) = call('ev_ping', $tk{a2});
+ok(wait_run($sp, $rid_a2b), 'policy: another key\'s call in the watcher\'s tenant reaches it');
+ok(!run_of($sp, $rid_b1), 'policy: a call in another tenant does not');
+close_stream($sp);
+eval { $qg->sql(q{SELECT querygate.grant_events('ev_scope', 'everyone')}) };
+like($@, qr/the events scope must be 'own' or 'policy'/, 'grant_events refuses another scope');
 
 # ---------------------------------------------------------------- 7. revoking ends streams
 
@@ -499,7 +530,7 @@ is($trig->{status}, 200, 'calls do not need events');
 wait_end($sv, 'events_not_granted', 'revoke_events');
 close_stream($sv);
 $qg->expect_error(refused(open_stream(key => $kv)), 403, 'events_not_granted', 'after revoke_events: 403');
-$qg->sql(q{SELECT querygate.grant_events('ev_pol')});
+$qg->sql(q{SELECT querygate.grant_events('ev_pol', 'policy')});
 my ($kw, $kw_name) = new_key('ev_pol', named => 1);
 my $sw = must_open('a stream whose key is revoked', key => $kw);
 $qg->sql('SELECT querygate.revoke_key(' . sql_quote($kw_name) . ')');
@@ -589,7 +620,7 @@ my $c1_id = @before ? "$before[0]{data}{id}" : '(none)';
 is(defined $req2_at ? $lines->[$req2_at]{last_event_id} : undef, $c1_id,
 	'it sends the run event\'s id as Last-Event-ID');
 my (undef, $rid_c2) = call('ev_ping', $k1);
-$qg->sql(q{SELECT querygate.grant_events('ev_pol')});
+$qg->sql(q{SELECT querygate.grant_events('ev_pol', 'policy')});
 my (undef, $rid_c3) = call('ev_ping', $k1);
 $n3->{in} .= "go\n";
 ok(client_wait($n3, sub { grep { $_->{type} eq 'run' && $_->{data}{request_id} eq $rid_c3 } @{ $_[0] } }),
@@ -646,7 +677,7 @@ $qg->node->stop('immediate', fail_ok => 1) unless $stopped;
 
 my $off = QuerygateTest->start(name => 'events_off', workers => 1, conf => "querygate.event_buffer = 0\n");
 my $k_off = $off->access(policy => 'off_pol', allow_superuser => 1, queries => [],
-	setup => q{SELECT querygate.grant_events('off_pol');});
+	setup => q{SELECT querygate.grant_events('off_pol', 'policy');});
 $off->expect_error(refused(open_stream(qg => $off, key => $k_off)), 404, 'not_found',
 	'querygate.event_buffer = 0: GET /events is off');
 $off->node->stop('fast');

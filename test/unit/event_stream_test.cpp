@@ -17,20 +17,36 @@ namespace {
 
 using event_stream::Clock;
 
-run_events::Event event(const char *query, int status)
+// A caller as run events compare it: a digest of its identity and of its policy and tenant.
+run_events::Who who(unsigned char caller, unsigned char scope)
+{
+    run_events::Who w;
+    w.caller[0] = caller;
+    w.caller[15] = caller;
+    w.scope[0] = scope;
+    return w;
+}
+
+// An event made by a caller in scope 1 unless said.
+run_events::Event event(const char *query, int status, run_events::Who made_by = who(1, 1))
 {
     run_events::Event e;
     std::strncpy(e.query, query, sizeof(e.query) - 1);
     e.status = status;
+    e.who = made_by;
     return e;
 }
 
-event_stream::Audience audience(const char *subject, std::vector<std::string> queries)
+// A watcher of every call in scope 1 unless said.
+event_stream::Audience audience(const char *subject, std::vector<std::string> queries,
+                                run_events::Who watcher = who(9, 1), bool whole_policy = true)
 {
     event_stream::Audience a;
     a.subject = subject;
     a.policy = "p";
     a.queries = std::make_shared<const event_stream::QuerySet>(queries.begin(), queries.end());
+    a.who = watcher;
+    a.whole_policy = whole_policy;
     return a;
 }
 
@@ -53,6 +69,44 @@ std::size_t count(const std::string &text, const std::string &part)
     for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
         n++;
     return n;
+}
+
+// Whose calls a stream is given: its own, or its policy's in its tenant; never a call whose
+// caller was not accepted.
+void whose_calls(Clock::time_point t0)
+{
+    std::vector<unsigned char> memory(run_events::size_of(8));
+    run_events::Ring &ring = *run_events::init(memory.data(), 8);
+    auto own = std::make_shared<event_stream::Stream>(
+        CallRequest(), audience("key:7", {"q"}, who(1, 1), false), 0, t0);
+    auto policy = std::make_shared<event_stream::Stream>(
+        CallRequest(), audience("key:8", {"q"}, who(3, 1), true), 0, t0);
+    drain(*own);
+    drain(*policy);
+    event_stream::Streams streams;
+    streams.add(own);
+    streams.add(policy);
+    run_events::put(ring, event("q", 201, who(1, 1)));         // the own watcher's
+    run_events::put(ring, event("q", 202, who(2, 1)));         // another caller, same tenant
+    run_events::put(ring, event("q", 203, who(4, 2)));         // another tenant
+    run_events::put(ring, event("q", 204, run_events::Who())); // no caller accepted
+    run_events::Batch batch;
+    run_events::read_after(ring, 0, 100, batch);
+    streams.deliver(batch);
+    const std::string to_own = drain(*own), to_policy = drain(*policy);
+    is(count(to_own, "event: run"), std::size_t(1), "own: one event, its own call's");
+    like(to_own, "\"status\":201", "own: the watcher's call");
+    is(count(to_policy, "event: run"), std::size_t(2), "policy: two events");
+    like(to_policy, "\"status\":201", "policy: a call of its tenant");
+    like(to_policy, "\"status\":202", "policy: another caller's call of its tenant");
+    ok(to_policy.find("\"status\":203") == std::string::npos, "policy: no call of another tenant");
+    ok(to_own.find("\"status\":204") == std::string::npos &&
+           to_policy.find("\"status\":204") == std::string::npos,
+       "a call whose caller was not accepted is no watcher's");
+    ok(!run_events::sees(run_events::Who(), true, run_events::Who()),
+       "sees: two unknown callers are not one");
+    ok(to_own.find("caller") == std::string::npos && to_policy.find("scope") == std::string::npos,
+       "the digests are not in the text");
 }
 
 } // namespace
@@ -186,5 +240,6 @@ int main()
     streams.finish_all();
     like(drain(*a), "event: gap", "a stopping server's streams send what they have");
     is(a->read(one, 1), event_stream::Stream::ended, "and end");
+    whose_calls(t0);
     return tap::done();
 }
