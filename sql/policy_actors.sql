@@ -74,7 +74,7 @@ BEGIN
 END $$;
 SELECT pg_temp.catalog() AS before \gset
 
-SELECT plan(90);
+SELECT plan(96);
 
 -- 1. An administrator who is not a member of the policy's role: every change is refused, and says why.
 SELECT is(pg_temp.as_role('pa_admin', s),
@@ -148,6 +148,22 @@ SELECT throws_ok($$SELECT querygate.save_query('plain', 'SELECT id FROM pa_u')$$
                  'policy "p" would refuse saved query "plain": the policy does not allow the table public.pa_u',
                  're-saving re-checks the allow-list of every policy it is granted to');
 SELECT is((SELECT sql FROM querygate.saved_query WHERE name = 'plain'), 'SELECT id FROM pa_t', 'and keeps the old text');
+-- A draft is checked at publish time as if its saver granted it: a member who publishes it does not
+-- lend the draft's author their membership.
+SELECT is(pg_temp.as_role('pa_admin', $$SELECT querygate.save_query('plain', 'SELECT id, secret FROM pa_t', publish => false)$$),
+          'no error', 'a non-member may save a draft of a granted query');
+SELECT is((SELECT saved_by::text FROM querygate.query_versions WHERE name = 'plain' AND draft),
+          'pa_admin', 'query_versions shows who saved the draft');
+SELECT is(pg_temp.as_role('pa_member', $$SELECT querygate.publish_query('plain')$$),
+          '42501: saved query "plain" was saved by role "pa_admin", which cannot act as "pa_app"',
+          'a member publishing it is refused: the draft''s author could not have granted it');
+SELECT is((SELECT sql FROM querygate.saved_query WHERE name = 'plain'), 'SELECT id FROM pa_t',
+          'and callers still get the published text');
+SELECT is(pg_temp.as_role('pa_member', $$SELECT querygate.save_query('plain', 'SELECT id FROM pa_t WHERE id > 0', publish => false)$$)
+          || ' / ' || pg_temp.as_role('pa_member', $$SELECT querygate.publish_query('plain')$$),
+          'no error / no error', 'a member''s own draft is published');
+SELECT is((SELECT saved_by::text FROM querygate.queries WHERE name = 'plain'), 'pa_member',
+          'saved by the member who wrote it');
 DO $$ BEGIN PERFORM querygate.allow_tables('p', NULL); END $$;
 
 -- 5. Superuser and BYPASSRLS roles: refused unless asked for by name.

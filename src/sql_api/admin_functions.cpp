@@ -61,13 +61,15 @@ Datum oid_array(Oid *items, int n, Oid element_type)
 namespace {
 
 // One version of a saved query, as save_query was given it: its SQL, description and parameter
-// rules (JSON text; nullptr for none), and the saver's search_path made explicit.
+// rules (JSON text; nullptr for none), the saver's search_path made explicit, and the saver: the
+// author of the SQL, whoever publishes it.
 struct QueryVersion {
     const char *name;
     const char *sql;
     const char *description;
     const char *rules;
     const char *search_path;
+    Oid saved_by;
 };
 
 // Analyzes the version's SQL under its search_path, as the caller (every later analysis and every
@@ -133,8 +135,10 @@ int add_version(const CatalogSession *session, const QueryVersion &v, bool publi
 }
 
 // Makes the version the one callers get: saved_query holds it under a new revision (which tells
-// every worker to plan it again), saved by the caller, and every policy granted the query must
-// still accept it as it now reads (the caller must be able to act as each of their roles).
+// every worker to plan it again), saved by the version's saver (a draft's author, not whoever
+// publishes it), and every policy granted the query must still accept it as it now reads, as if
+// its saver granted it (the saver must be able to act as each of their roles): a draft is not a
+// way to have a member publish SQL its author could not grant.
 // Inside a catalog session, with lock_query_name held.
 void publish_version(const CatalogSession *session, const QueryVersion &v, int version,
                      const AnalyzedQuery &analyzed)
@@ -148,7 +152,7 @@ void publish_version(const CatalogSession *session, const QueryVersion &v, int v
                         text_array(analyzed.param_names, analyzed.nparams),
                         oid_array(analyzed.param_types, analyzed.nparams, REGTYPEOID),
                         CStringGetTextDatum(v.search_path),
-                        ObjectIdGetDatum(session->saved_userid),
+                        ObjectIdGetDatum(v.saved_by),
                         v.description ? CStringGetTextDatum(v.description) : (Datum)0,
                         v.rules ? CStringGetTextDatum(v.rules) : (Datum)0,
                         Int32GetDatum(version)};
@@ -201,7 +205,8 @@ Datum publish_saved_version(FunctionCallInfo fcinfo, bool version_required)
     lock_query_name(name);
     const char *args[2] = {name, PG_ARGISNULL(1) ? nullptr : psprintf("%d", PG_GETARG_INT32(1))};
     if (catalog_exec_texts("SELECT version, sql, description, param_rules::pg_catalog.text, "
-                           "search_path FROM querygate.saved_query_version WHERE name = $1 "
+                           "search_path, saved_by::pg_catalog.oid "
+                           "FROM querygate.saved_query_version WHERE name = $1 "
                            "AND ($2::pg_catalog.int4 IS NULL OR version = $2::pg_catalog.int4) "
                            "ORDER BY version DESC LIMIT 1",
                            2, args) == 0)
@@ -209,8 +214,12 @@ Datum publish_saved_version(FunctionCallInfo fcinfo, bool version_required)
                         args[1] ? errmsg("saved query \"%s\" has no version %s", name, args[1])
                                 : errmsg("saved query \"%s\" does not exist", name)));
     const int version = pg_strtoint32(catalog_result_text(0, 1, here));
-    QueryVersion v = {name, catalog_result_text(0, 2, here), catalog_result_text(0, 3, here),
-                      catalog_result_text(0, 4, here), catalog_result_text(0, 5, here)};
+    QueryVersion v = {name,
+                      catalog_result_text(0, 2, here),
+                      catalog_result_text(0, 3, here),
+                      catalog_result_text(0, 4, here),
+                      catalog_result_text(0, 5, here),
+                      static_cast<Oid>(strtoul(catalog_result_text(0, 6, here), nullptr, 10))};
     catalog_session_end(&session);
 
     AnalyzedQuery analyzed;
@@ -231,7 +240,7 @@ QUERYGATE_SQL_FUNCTION(querygate_save_query)
     QueryVersion v = {name, sql_text_arg(fcinfo, 1, "the query's SQL"),
                       PG_ARGISNULL(2) ? nullptr : text_to_cstring(PG_GETARG_TEXT_PP(2)), nullptr,
                       // The saver's search_path made explicit (saved_query_analysis.hpp).
-                      explicit_search_path()};
+                      explicit_search_path(), GetUserId()};
     if (!PG_ARGISNULL(3)) {
         Jsonb *rules = PG_GETARG_JSONB_P(3);
         v.rules = JsonbToCString(nullptr, &rules->root, VARSIZE(rules));
