@@ -476,7 +476,7 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb, boolean), drop_que
     set_limits(text, text, double precision, integer, integer, bigint, text),
     allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
     grant_writes(text, text[]), grant_events(text, text), revoke_events(text),
-    set_policy(text, text, boolean, boolean, interval, text[]), set_jwks(jsonb), isolate_tenant(regclass, name), explain(text, text),
+    set_policy(text, text, boolean, boolean, interval, text[], text), set_jwks(jsonb), isolate_tenant(regclass, name), explain(text, text),
     stat_queries(), stat_workers(), stat_history(), stat_reset()
     TO querygate_admin;
 GRANT SELECT ON stat_queries, stat_workers, stat_history TO querygate_admin;
