@@ -90,6 +90,9 @@ CREATE TABLE policy (
     -- Whose calls a watcher sees: 'own', its own (its key; a token's subject in its tenant), or
     -- 'policy', every caller's of this policy in its own tenant (grant_events).
     events_scope     text NOT NULL DEFAULT 'own' CHECK (events_scope IN ('own', 'policy')),
+    -- Whose hashes the hash action's answers can be compared with: NULL, this policy's own (a
+    -- key derived from mask_secret and the policy's name); a name, every policy that names it.
+    hash_scope       text CHECK (hash_scope ~ '^[a-z][a-z0-9_]{0,62}$'),
     -- The issuers (iss) whose bearer tokens may name this policy; empty: no token reaches it, so a
     -- leaked HS256 key or a JWKS signer reaches only the policies that accept its issuer.
     jwt_issuers      text[] NOT NULL DEFAULT '{}' CHECK (array_position(jwt_issuers, NULL) IS NULL),
@@ -369,7 +372,8 @@ CREATE FUNCTION set_policy(policy text, mask_predicates text DEFAULT NULL,
                            allow_superuser boolean DEFAULT NULL,
                            history_params boolean DEFAULT NULL,
                            statement_timeout interval DEFAULT NULL,
-                           jwt_issuers text[] DEFAULT NULL) RETURNS void
+                           jwt_issuers text[] DEFAULT NULL,
+                           hash_scope text DEFAULT NULL) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_set_policy';
 -- Limits of a policy (policy => ...) or of an active key (key => ...), one of the two: NULL leaves a
 -- limit as it is, 0 removes it (a key without a limit of its own follows its policy's).
@@ -404,7 +408,7 @@ CREATE VIEW policies AS
     SELECT p.name, p.run_as, p.allow_superuser,
            array(SELECT g.query FROM query_grant g WHERE g.policy = p.name ORDER BY g.query) AS queries,
            p.allowed_tables, p.write_ops, p.mask_predicates, p.history_params, p.statement_timeout,
-           p.events, p.events_scope,
+           p.events, p.events_scope, p.hash_scope,
            (SELECT jsonb_object_agg(m.pattern, m.action) FROM mask_rule m WHERE m.policy = p.name)
                AS masks,
            p.rate_per_second, p.burst, p.max_in_flight, p.quota, p.quota_period,
@@ -472,7 +476,7 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb, boolean), drop_que
     set_limits(text, text, double precision, integer, integer, bigint, text),
     allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
     grant_writes(text, text[]), grant_events(text, text), revoke_events(text),
-    set_policy(text, text, boolean, boolean, interval, text[]), set_jwks(jsonb), isolate_tenant(regclass, name), explain(text, text),
+    set_policy(text, text, boolean, boolean, interval, text[], text), set_jwks(jsonb), isolate_tenant(regclass, name), explain(text, text),
     stat_queries(), stat_workers(), stat_history(), stat_reset()
     TO querygate_admin;
 GRANT SELECT ON stat_queries, stat_workers, stat_history TO querygate_admin;

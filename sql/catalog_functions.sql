@@ -6,7 +6,7 @@
 BEGIN;
 CREATE EXTENSION querygate;
 CREATE ROLE qg_cf_role NOLOGIN;
-SELECT plan(75);
+SELECT plan(81);
 
 -- Signatures (names, argument types, return types).
 SELECT has_schema('querygate');
@@ -107,6 +107,15 @@ SELECT is((SELECT action || ' ' || (before ->> 'events') || '->' || (after ->> '
           'grant_events false->true', 'grant_events is in the audit log, before and after');
 SELECT lives_ok($$SELECT querygate.revoke_events(policy => 'p1')$$, 'revoke_events in named notation');
 SELECT throws_ok($$SELECT querygate.grant_events('nope')$$, '42704', NULL, 'grant_events to an unknown policy: 42704');
+
+-- set_policy(hash_scope => ...): a policy's hashes are its own until it names a shared scope.
+SELECT is((SELECT hash_scope FROM querygate.policies WHERE name = 'p1'), NULL, 'no shared hash scope by default');
+SELECT lives_ok($$SELECT querygate.set_policy('p1', hash_scope => 'crm_join')$$, 'set_policy names a shared hash scope');
+SELECT is((SELECT hash_scope FROM querygate.policies WHERE name = 'p1'), 'crm_join', 'the policies view shows it');
+SELECT throws_ok($$SELECT querygate.set_policy('p1', hash_scope => 'CRM-join')$$, '22023',
+                 'invalid hash scope "CRM-join"', 'a scope that is not a lower-case name: 22023');
+SELECT lives_ok($$SELECT querygate.set_policy('p1', hash_scope => '')$$, 'hash_scope '''' returns to its own');
+SELECT is((SELECT hash_scope FROM querygate.policies WHERE name = 'p1'), NULL, 'and the view shows none');
 
 -- drop_policy is refused while active keys use it, unless cascade.
 SELECT throws_ok($$SELECT querygate.drop_policy('p1')$$, '2BP01', NULL, 'drop_policy with an active key: 2BP01');

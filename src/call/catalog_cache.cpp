@@ -1,6 +1,8 @@
 // The worker's catalog cache and both halves of its invalidation: see catalog_cache.hpp.
 #include "call/catalog_cache.hpp"
 
+#include "auth/secrets.hpp"
+
 extern "C" {
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
@@ -28,6 +30,24 @@ QUERYGATE_SQL_FUNCTION(querygate_catalog_changed)
 }
 
 namespace {
+
+// The hash action's HMAC-SHA-256 key for a policy's answers: HMAC-SHA-256 under the database's
+// mask secret of "querygate hash scope\n" then "policy:<name>", or "shared:<scope>" for a policy
+// that names a shared scope. Hashes of one value under two keys cannot be compared, so two
+// policies' answers join on a hash only when they share a scope, and no hash a caller sees is
+// one another policy's caller can confirm a guess with. Empty when the secret is.
+std::string hash_key_for(const std::string &mask_secret, const std::string &policy,
+                         const std::string &shared_scope)
+{
+    if (mask_secret.empty())
+        return std::string();
+    const std::string label =
+        "querygate hash scope\n" +
+        (shared_scope.empty() ? "policy:" + policy : "shared:" + shared_scope);
+    unsigned char key[secrets::sha256_length];
+    secrets::hmac_sha256(mask_secret.data(), mask_secret.size(), label.data(), label.size(), key);
+    return std::string(reinterpret_cast<const char *>(key), sizeof(key));
+}
 
 // Receiver state. The callback runs inside PostgreSQL's invalidation processing: it only sets a
 // flag.
@@ -242,6 +262,9 @@ void CatalogCache::load()
             mask_secret_.push_back(
                 static_cast<char>(std::strtoul(std::string(hex + i, 2).c_str(), nullptr, 16)));
     }
+    for (auto &entry : policies_)
+        entry.second.hash_key =
+            hash_key_for(mask_secret_, entry.second.name, entry.second.hash_scope);
     TextRows jwks = fetch("SELECT keys::pg_catalog.text FROM querygate.jwks");
     jwks_ = jwks.nrows > 0 ? jwks.at(0, 0) : "";
 }

@@ -40,6 +40,9 @@ struct CachedPolicy : DecodedPolicy {
     std::unordered_set<std::string> jwt_issuers; // whose tokens may name it; none: no token
     rate_limits::Limits limits;                  // each caller's
     std::string invalid; // why its row could not be decoded: it refuses every call
+    // The hash action's HMAC key for this policy's answers: derived from mask_secret and its hash
+    // scope (masking::hash_key_for), so two policies' hashes compare only when they share one.
+    std::string hash_key;
 };
 
 struct CachedKey {

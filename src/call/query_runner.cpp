@@ -130,9 +130,9 @@ struct QueryRunner::State {
     void begin_call(const CachedQuery &query, const Caller &caller, Oid role, int client_fd,
                     int timeout_ms);
     void end_call();
-    void execute(const CachedQuery &query, PlanEntry &entry, const PolicyDecision &decision,
-                 const std::vector<BoundParam> &values, const CallRequest &request,
-                 bool record_params, CallResult &result);
+    void execute(const CachedQuery &query, PlanEntry &entry, const CachedPolicy &policy,
+                 const PolicyDecision &decision, const std::vector<BoundParam> &values,
+                 const CallRequest &request, bool record_params, CallResult &result);
     ApiError error_for(const pg::PgError &e, const CallRequest &request, const CachedQuery *query);
     void abort_call();
 
@@ -250,7 +250,7 @@ void QueryRunner::State::end_call()
 }
 
 void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
-                                 const PolicyDecision &decision,
+                                 const CachedPolicy &policy, const PolicyDecision &decision,
                                  const std::vector<BoundParam> &values, const CallRequest &request,
                                  bool record_params, CallResult &result)
 {
@@ -273,8 +273,9 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
         actions[i] = static_cast<int>(decision.column_actions[i]);
         masked = masked || actions[i] != 0;
     }
-    const char *hash_key = cache.mask_secret().data();
-    const int hash_key_len = static_cast<int>(cache.mask_secret().size());
+    // The policy's own key (or its shared scope's): its hashes compare with no other policy's.
+    const char *hash_key = policy.hash_key.data();
+    const int hash_key_len = static_cast<int>(policy.hash_key.size());
 
     Datum *values_out = static_cast<Datum *>(
         MemoryContextAllocZero(request_context, sizeof(Datum) * Max(nparams, 1)));
@@ -823,7 +824,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
                     XactReadOnly = false;
                     wrote = true;
                 }
-                s.execute(*query, entry, decision, values, request,
+                s.execute(*query, entry, *caller.policy, decision, values, request,
                           settings::history && caller.policy->history_params, result);
             }
             s.end_call();

@@ -14,7 +14,7 @@ const char policy_rows_select[] =
     "pg_catalog.array_to_string(write_ops, ','), mask_predicates, allow_superuser, "
     "history_params, "
     "pg_catalog.ceil(pg_catalog.date_part('epoch', statement_timeout) * 1000)::pg_catalog.int8, "
-    "events, events_scope FROM querygate.policy";
+    "events, events_scope, hash_scope FROM querygate.policy";
 
 const char mask_rows_select[] = "SELECT policy, pattern, action FROM querygate.mask_rule";
 
@@ -38,6 +38,7 @@ bool decode_policy(const PolicyRow &row, DecodedPolicy &out, std::string &error)
     out.history_params =
         c[POLICY_HISTORY_PARAMS] && std::strcmp(c[POLICY_HISTORY_PARAMS], "t") == 0;
     out.events = c[POLICY_EVENTS] && std::strcmp(c[POLICY_EVENTS], "t") == 0;
+    out.hash_scope = c[POLICY_HASH_SCOPE] ? c[POLICY_HASH_SCOPE] : "";
     out.events_whole_policy =
         c[POLICY_EVENTS_SCOPE] && std::strcmp(c[POLICY_EVENTS_SCOPE], "policy") == 0;
     // At least a millisecond (the column holds only positive intervals), at most what an int

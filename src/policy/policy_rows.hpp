@@ -12,7 +12,8 @@
 // The policy's row: name, run_as (an oid), allowed_tables (oids joined by commas; NULL when the
 // policy has no allow-list), write_ops (names joined by commas), mask_predicates, allow_superuser
 // and history_params ("t" or "f"), statement_timeout (whole milliseconds; NULL when the policy has
-// none), events ("t" or "f"), events_scope ("own" or "policy"). Every function and operator
+// none), events ("t" or "f"), events_scope ("own" or "policy"),
+// hash_scope (nullptr: the policy's own). Every function and operator
 // schema-qualified: it runs in superuser sessions. Followed by nothing, or by a WHERE clause.
 extern const char policy_rows_select[];
 // The policies' mask rules: policy, pattern, action. Followed by a WHERE and ORDER BY clause.
@@ -29,6 +30,7 @@ enum PolicyColumn {
     POLICY_STATEMENT_TIMEOUT,
     POLICY_EVENTS,
     POLICY_EVENTS_SCOPE,
+    POLICY_HASH_SCOPE,
     POLICY_COLUMNS
 };
 
@@ -48,9 +50,10 @@ struct DecodedPolicy {
     bool history_params = false;   // the run history keeps its callers' parameters
     long statement_timeout_ms = 0; // how long its calls may run; 0: querygate.statement_timeout
     bool events = false;           // its callers may watch GET /events (grant_events)
-    bool events_whole_policy =
-        false;         // ... every caller's calls in their tenant, not only their own
-    PolicyRules rules; // allow-list, writes, masks, mask_predicates
+    // Its watchers see every caller's calls in their tenant, not only their own (events_scope).
+    bool events_whole_policy = false;
+    std::string hash_scope; // a shared hash scope's name; empty: the policy's own
+    PolicyRules rules;      // allow-list, writes, masks, mask_predicates
 };
 
 // Decodes a row. False, with the reason, when a part of it cannot be decoded (a mask rule that does

@@ -43,6 +43,18 @@ char *normalise_pattern(const char *text, char **normalised)
     return nullptr;
 }
 
+bool valid_hash_scope(const char *scope)
+{
+    size_t n = 0;
+    for (; scope[n] != '\0'; n++) {
+        const char c = scope[n];
+        const bool letter = c >= 'a' && c <= 'z';
+        if (!(letter || (n > 0 && ((c >= '0' && c <= '9') || c == '_'))))
+            return false;
+    }
+    return n >= 1 && n <= 63;
+}
+
 char *normalise_action(const char *text, const char **name)
 {
     masking::Action a;
@@ -285,6 +297,19 @@ QUERYGATE_SQL_FUNCTION(querygate_set_policy)
         catalog_exec_texts("UPDATE querygate.policy SET statement_timeout = "
                            "$2::pg_catalog.interval WHERE name = $1",
                            2, args);
+    }
+    // Whose hashes the policy's can be compared with: '' its own again; a name, every policy's
+    // that names it (joining hashes across them is then the point). Whoever may act as the role
+    // may choose, as they may change its masks.
+    if (!PG_ARGISNULL(6)) {
+        char *scope = text_to_cstring(PG_GETARG_TEXT_PP(6));
+        const char *args[2] = {policy, scope[0] != '\0' ? scope : nullptr};
+        if (scope[0] != '\0' && !valid_hash_scope(scope))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("invalid hash scope \"%s\"", scope),
+                            errhint("A scope is a lower-case letter, then up to 62 lower-case "
+                                    "letters, digits or underscores; '' is the policy's own.")));
+        catalog_exec_texts("UPDATE querygate.policy SET hash_scope = $2 WHERE name = $1", 2, args);
     }
     // Which issuers' tokens may name the policy: whoever may act as its role may let a token
     // issuer do so too, as they may give out its keys. Empty strings name no issuer.

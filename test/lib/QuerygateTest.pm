@@ -44,7 +44,7 @@ use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(pct query_string json_encode json_decode poll_until sql_quote read_until_close
   parse_answer
-  read_response mask_secret hmac_of masked_text column_texts sql_error fresh_request poll_fresh
+  read_response mask_secret hash_key hmac_of masked_text column_texts sql_error fresh_request poll_fresh
   start_request finish_request body_without_request_id b64url b64url_decode jwt_hs256 jwt_unsigned
   openssl_key rsa_jwk ec_jwk public_pem jwt_openssl timeouts);
 
@@ -543,6 +543,16 @@ sub mask_secret
 	my $hex = $qg->sql('SELECT encode(secret, \'hex\') FROM querygate.mask_secret ORDER BY created_at LIMIT 1');
 	die "no mask secret" unless $hex =~ /^[0-9a-f]{64,}$/;
 	return pack('H*', $hex);
+}
+
+# The hash action's key for a policy's answers, as the extension derives it (hash_key_for in
+# src/call/catalog_cache.cpp): HMAC-SHA-256 under the mask secret of "querygate hash scope\n" and
+# "policy:<name>", or "shared:<scope>" for a policy that names a shared scope.
+sub hash_key
+{
+	my ($qg, %o) = @_;
+	my $label = "querygate hash scope\n" . (defined $o{scope} ? "shared:$o{scope}" : "policy:$o{policy}");
+	return hmac_sha256($label, mask_secret($qg));
 }
 
 # HMAC-SHA-256 of a value's text (characters are UTF-8 encoded), as 64 lower-case hex digits;

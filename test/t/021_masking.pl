@@ -46,7 +46,8 @@ is(length $secret, 32, 'the mask secret is 32 bytes');
 # (the mask action on a non-text value: null), null and drop are the actions.
 sub expected
 {
-	my ($sql, @spec) = @_;
+	my ($sql, $policy, @spec) = @_;
+	my $hkey = hash_key($qg, policy => $policy);
 	my @rows;
 	my @cols = map { $spec[ 2 * $_ ] } 0 .. $#spec / 2;
 	my $all = column_texts($qg, $sql, @cols);
@@ -62,7 +63,7 @@ sub expected
 			$rows[$i]{$col} =
 				$kind eq 'int' ? (defined $v ? 0 + $v : undef)
 			  : $kind eq 'text' ? $v
-			  : $kind eq 'hash' ? hmac_of($secret, $v)
+			  : $kind eq 'hash' ? hmac_of($hkey, $v)
 			  : $kind eq 'mask' ? masked_text($v)
 			  : undef;    # null, mask_nontext
 		}
@@ -175,13 +176,12 @@ is(scalar(keys %strict), scalar(@cases), 'every case says what the default polic
 for my $c (@cases)
 {
 	my ($name, $sql, $policy, @spec) = @$c;
-	my $want = expected($sql, @spec);
 	my $res = $qg->get("/q/$name", key => $key{ $derived{$policy} });
-	$qg->expect_rows($res, $want, "$name ($derived{$policy}, opted out)");
+	$qg->expect_rows($res, expected($sql, $derived{$policy}, @spec), "$name ($derived{$policy}, opted out)");
 	$res = $qg->get("/q/$name", key => $key{$policy});
 	if (($strict{$name} // '') eq 'served')
 	{
-		$qg->expect_rows($res, $want, "$name ($policy)");
+		$qg->expect_rows($res, expected($sql, $policy, @spec), "$name ($policy)");
 	}
 	else
 	{
@@ -202,7 +202,8 @@ my @hashes = map { $_->{ssn} } @$rows;
 is(scalar(grep { defined && /^[0-9a-f]{64}$/ } @hashes), 3, 'hash: 64 lower-case hex digits') or diag(explain \@hashes);
 is($hashes[0], $hashes[2], 'hash: equal values (rows 1 and 3) give equal hashes');
 isnt($hashes[0], $hashes[1], 'hash: different values give different hashes');
-is($hashes[0], hmac_of($secret, '123-45-6789'), 'hash: HMAC-SHA-256 of the value\'s text with the mask secret');
+is($hashes[0], hmac_of(hash_key($qg, policy => 'masked'), '123-45-6789'),
+	'hash: HMAC-SHA-256 of the value\'s text with the policy\'s key (derived from the mask secret)');
 is_deeply([ map { $_->{email} } @$rows ], [ 'a***', 'b***', 'c***' ],
 	'mask: an e-mail address keeps its first character only (mask_email keeps a domain: 069)');
 is_deeply([ map { $_->{city} } @$rows ], [ 'O***', ($utf8 ? 'Å***' : 'B***'), undef ],
@@ -218,7 +219,18 @@ my $page2 = $qg->get('/q/plain?page=2&page_size=1', key => $key{masked});
 $qg->expect_rows($page2, [ $rows->[1] ], 'page 2 (read through a cursor) is masked like page 1');
 my $again = $qg->get('/q/plain', key => $key{masked});
 is($again->{content}, $res->{content}, 'hash: the same on the next call');
-is($qg->get('/q/plain', key => $key{hashed})->{json}[1]{ssn}, $hashes[1], 'hash: the same under another policy');
+my $other_policy = $qg->get('/q/plain', key => $key{hashed})->{json}[1]{ssn} // '';
+isnt($other_policy, $hashes[1], 'hash: another policy\'s hash of the same value differs (its own scope)');
+is($other_policy, hmac_of(hash_key($qg, policy => 'hashed'), '987-65-4321'), 'hash: under that policy\'s own key');
+$qg->sql(q{SELECT querygate.set_policy('masked', hash_scope => 'people_join');
+           SELECT querygate.set_policy('hashed', hash_scope => 'people_join');});
+is($qg->get('/q/plain', key => $key{hashed})->{json}[1]{ssn}, $qg->get('/q/plain', key => $key{masked})->{json}[1]{ssn},
+	'hash: two policies that name one shared scope hash alike');
+is($qg->get('/q/plain', key => $key{masked})->{json}[0]{ssn}, hmac_of(hash_key($qg, scope => 'people_join'), '123-45-6789'),
+	'hash: under the shared scope\'s key');
+$qg->sql(q{SELECT querygate.set_policy('masked', hash_scope => '');
+           SELECT querygate.set_policy('hashed', hash_scope => '');});
+is($qg->get('/q/plain', key => $key{masked})->{json}[0]{ssn}, $hashes[0], 'hash: hash_scope \'\' is the policy\'s own again');
 
 # Across workers: a slow call holds one worker; the other answers a second call meanwhile.
 {
@@ -236,7 +248,7 @@ is($qg->get('/q/plain', key => $key{hashed})->{json}[1]{ssn}, $hashes[1], 'hash:
 	my ($a, $b) = ($first->{json}[0] // {}, $quick->{json}[0] // {});
 	isnt($a->{pid} // 0, $b->{pid} // 0, 'the two calls ran on two different workers');
 	is($a->{ssn} // 'a', $b->{ssn} // 'b', 'hash: the same on both workers');
-	is($a->{ssn} // '', hmac_of($secret, '123-45-6789'), 'hash: and equal to the independent HMAC');
+	is($a->{ssn} // '', hmac_of(hash_key($qg, policy => 'masked'), '123-45-6789'), 'hash: and equal to the independent HMAC');
 }
 
 # --- the strictest rule wins; each change applies to the next call
@@ -256,7 +268,7 @@ for my $s (@steps)
 	my ($sql, $kind, $name) = @$s;
 	$qg->sql($sql);
 	my $r = $qg->get('/q/names', key => $key{masked});
-	$qg->expect_rows($r, expected('SELECT id, name, dept FROM people ORDER BY id', id => 'int', name => 'text', dept => $kind),
+	$qg->expect_rows($r, expected('SELECT id, name, dept FROM people ORDER BY id', 'masked', id => 'int', name => 'text', dept => $kind),
 		"strictest rule: $name");
 }
 # Two rules on one derived column (opted out): the strictest of its sources.
@@ -270,10 +282,10 @@ is($res->{json}[0]{social} // '', '123-45-6789', 'unmask: the next call sees the
   or diag(QuerygateTest::describe($res));
 $qg->sql(q{SELECT querygate.mask('derived', 'people.ssn', 'hash')});
 $res = $qg->get('/q/views', key => $key{derived});
-is($res->{json}[0]{social} // '', hmac_of($secret, '123-45-6789'), 'mask again: the next call is hashed');
+is($res->{json}[0]{social} // '', hmac_of(hash_key($qg, policy => 'derived'), '123-45-6789'), 'mask again: the next call is hashed');
 $qg->sql(q{BEGIN; SELECT querygate.unmask('derived', 'people.ssn'); ROLLBACK;});
 $res = $qg->get('/q/views', key => $key{derived});
-is($res->{json}[0]{social} // '', hmac_of($secret, '123-45-6789'), 'a rolled-back unmask changes nothing');
+is($res->{json}[0]{social} // '', hmac_of(hash_key($qg, policy => 'derived'), '123-45-6789'), 'a rolled-back unmask changes nothing');
 
 # --- a function in FROM, or a record from an opaque function: refused under any mask rule
 # The message names the first output column whose sources cannot be known.
@@ -305,11 +317,11 @@ for my $q (qw(transparent_function lateral_unnest))
 }
 $qg->sql(q{SELECT querygate.set_policy('masked', mask_predicates => 'allow')});
 $qg->expect_rows($qg->get('/q/transparent_function', key => $key{masked}),
-	expected('SELECT v FROM unnest((SELECT array_agg(ssn ORDER BY id) FROM people)) AS v', v => 'hash'),
+	expected('SELECT v FROM unnest((SELECT array_agg(ssn ORDER BY id) FROM people)) AS v', 'masked', v => 'hash'),
 	'transparent_function with predicates allowed: hashed');
 $qg->expect_rows($qg->get('/q/lateral_unnest', key => $key{masked}),
 	expected(q{SELECT p.id, t.v FROM people p CROSS JOIN LATERAL unnest(ARRAY[p.ssn, p.ssn || 'x']) AS t(v) ORDER BY p.id},
-		id => 'int', v => 'hash'),
+		'masked', id => 'int', v => 'hash'),
 	'lateral_unnest with predicates allowed: hashed');
 $qg->sql(q{SELECT querygate.set_policy('masked', mask_predicates => 'refuse')});
 $res = $qg->get('/q/opaque_scalar', key => $key{plain});
@@ -328,7 +340,7 @@ is($res->{status}, 200, 'opaque_from once that rule is removed') or diag(Queryga
 	my $vkey = $qg->access(policy => 'viewrule', run_as => 'gov_reader', queries => ['views']);
 	$qg->sql(q{SELECT querygate.mask('viewrule', 'people_v.social', 'hash')});
 	my $r = $qg->get('/q/views', key => $vkey);
-	is($r->{json}[0]{social} // '', hmac_of($secret, '123-45-6789'), 'a rule on a view column hashes it');
+	is($r->{json}[0]{social} // '', hmac_of(hash_key($qg, policy => 'viewrule'), '123-45-6789'), 'a rule on a view column hashes it');
 	is($r->{json}[0]{contact} // '', 'alice@example.com', 'the view\'s other columns are untouched')
 	  or diag(QuerygateTest::describe($r));
 }
@@ -345,7 +357,7 @@ $res = $qg->get('/q/star', key => $key{masked});
 is($res->{status}, 200, 'SELECT * before the table changes');
 $qg->sql(q{ALTER TABLE people ADD COLUMN pin text DEFAULT '4242'; SELECT querygate.mask('masked', 'people.pin', 'hash');});
 $res = $qg->get('/q/star', key => $key{masked});
-is_deeply([ map { $_->{pin} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] } ], [ (hmac_of($secret, '4242')) x 3 ],
+is_deeply([ map { $_->{pin} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] } ], [ (hmac_of(hash_key($qg, policy => 'masked'), '4242')) x 3 ],
 	'a column added after the plan was made: SELECT * returns it hashed') or diag(QuerygateTest::describe($res));
 $res = $qg->get('/q/views', key => $key{derived});
 is($res->{json}[0]{contact} // '', 'a***', 'the view before it is redefined');

@@ -20,7 +20,7 @@ $qg->sql(q{
 	CREATE VIEW people_v AS SELECT id, ssn AS social, salary AS pay FROM people;
 	GRANT SELECT ON people, people_v TO gov_reader;
 });
-my $secret = mask_secret($qg);
+my $secret = hash_key($qg, policy => 'pred'); # the key of pred's answers
 
 # name => [sql, parameters, the column the refusal names, rows once predicates are allowed]
 my $ssn = qr/public\.people\.ssn\b/;

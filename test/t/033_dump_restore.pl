@@ -111,7 +111,8 @@ sub observe
 		$o{res}{$c} = $res;
 	}
 	$o{mask_secret} = mask_secret($qg);
-	note("$_: $o{$_}") for sort grep { $_ ne 'res' && $_ ne 'mask_secret' } keys %o;
+	$o{hash_key} = hash_key($qg, policy => 'reader');
+	note("$_: $o{$_}") for sort grep { $_ ne 'res' && $_ ne 'mask_secret' && $_ ne 'hash_key' } keys %o;
 	return \%o;
 }
 
@@ -119,8 +120,8 @@ sub observe
 sub expect_answers
 {
 	my ($qg, $o, $which) = @_;
-	my $secret = $o->{mask_secret};
-	is(length $secret, 32, "$which: the mask secret in use is 32 bytes");
+	is(length $o->{mask_secret}, 32, "$which: the mask secret in use is 32 bytes");
+	my $secret = $o->{hash_key}; # reader's answers' key, derived from it
 	is( $qg->sql(q{SELECT run_as::text || ' ' || allowed_tables::text FROM querygate.policies WHERE name = 'reader'}),
 		'dr_reader {dr_accounts}', "$which: the policy runs as dr_reader and allows dr_accounts");
 	is($qg->sql(q{SELECT run_as::oid FROM querygate.policy WHERE name = 'reader'}),

@@ -49,7 +49,7 @@ my $key = $qg->access(policy => 'governed', run_as => 'mi_reader', queries => \@
 	           SELECT querygate.mask('governed', 'people.ssn', 'hash');
 	           SELECT querygate.mask('governed', 'people.card', 'mask');});
 my $open = $qg->access(policy => 'open', run_as => 'mi_reader', queries => \@all);
-my $secret = mask_secret($qg);
+my $secret = hash_key($qg, policy => 'governed'); # the key of governed's answers
 sub call { my ($k, $name, %p) = @_; return $qg->get("/q/$name" . query_string(%p), key => $k); }
 
 # What each attack learns without masks, so the refusals below are the masks' doing.
