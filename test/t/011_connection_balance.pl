@@ -1,6 +1,8 @@
 # Connections go to the worker holding the fewest (src/http/accept_gate.hpp): a burst of keep-alive
 # connections is shared out evenly, a busy worker never makes a new connection wait for its call,
 # and a worker out of file descriptors pauses accepting instead of spinning, then recovers.
+# Runs alone: it measures how connections are shared out between workers, which another
+# suite's load on the same cores would skew.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;

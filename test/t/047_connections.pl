@@ -11,6 +11,8 @@
 # timeout for the headers behind it;
 # querygate.max_connections bounds them all; and the counts of a worker that is terminated go
 # with it.
+# Runs alone: its deadlines are seconds of idle or slow connections, measured on the wall
+# clock.
 use strict;
 use warnings;
 use FindBin;

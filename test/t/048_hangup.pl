@@ -2,6 +2,7 @@
 # query is cancelled within a second or so, the worker serves the next caller at once instead of
 # after the query's 20 s, the call is recorded as 499 client_closed (history, statistics), and a
 # write cancelled that way is rolled back whole. A caller that stays is answered as before.
+# Runs alone: it checks that a cancellation lands within a second or so.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;

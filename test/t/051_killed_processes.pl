@@ -5,6 +5,7 @@
 # up), service comes back, and every write answered 200 before the kill is in the table; with
 # querygate.group_commit on, the WAL flusher killed the same way loses no write that was
 # answered either (an answer waits for its flush).
+# Runs alone: it checks that service is back within a second of a kill.
 use strict;
 use warnings;
 use FindBin;

@@ -4,6 +4,7 @@
 # that long are answered 503 overloaded with Retry-After, every call is answered, and the calls
 # served waited far less than without the gate; once the load stops, the next call is served at
 # once; with the target at 0 nothing is refused.
+# Runs alone: it sheds by waiting time, which another suite's load on the same cores changes.
 use strict;
 use warnings;
 use FindBin;

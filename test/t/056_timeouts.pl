@@ -4,6 +4,7 @@
 # caller can lengthen it; a write handed to a write helper keeps the caller's limit; a malformed
 # ?timeout= is 400 invalid_timeout while a Prefer the server cannot read is ignored; '0' removes a
 # policy's own limit.
+# Runs alone: its time limits are measured on the wall clock.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
