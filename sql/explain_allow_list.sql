@@ -30,16 +30,7 @@ BEGIN
     PERFORM querygate.grant_writes('p', ARRAY['insert', 'update', 'delete', 'merge']);
 END $$;
 
--- Saves sql as the query "q" and explains it for policy "p".
-CREATE FUNCTION pg_temp.ex(sql text) RETURNS jsonb LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM querygate.save_query('q', sql);
-    RETURN querygate.explain('p', 'q');
-END $$;
--- The refusal code ("none" when allowed).
-CREATE FUNCTION pg_temp.refusal(sql text) RETURNS text LANGUAGE sql AS $$
-    SELECT coalesce(pg_temp.ex(sql)->'refused'->>'code', 'none')
-$$;
+\i sql/include/explain_helpers.sql
 -- The tables explain lists, sorted.
 CREATE FUNCTION pg_temp.tables(sql text) RETURNS text[] LANGUAGE sql AS $$
     SELECT array(SELECT jsonb_array_elements_text(pg_temp.ex(sql)->'tables') ORDER BY 1)

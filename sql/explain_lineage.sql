@@ -44,9 +44,6 @@ $$;
 CREATE FUNCTION pg_temp.sources(sql text, n int) RETURNS text[] LANGUAGE sql AS $$
     SELECT array(SELECT jsonb_array_elements_text(pg_temp.ex(sql)->'columns'->(n - 1)->'sources') ORDER BY 1)
 $$;
-CREATE FUNCTION pg_temp.refusal(sql text, policy text DEFAULT 'p') RETURNS text LANGUAGE sql AS $$
-    SELECT coalesce(pg_temp.ex(sql, policy)->'refused'->>'code', 'none')
-$$;
 
 -- Plain columns, SELECT *, t.*.
 SELECT is(pg_temp.masks('SELECT id, email, name, salary FROM users'), ARRAY['none', 'hash', 'none', 'null'],

@@ -30,9 +30,6 @@ BEGIN
     PERFORM querygate.create_policy('plain', 'qa_reader');
 END $$;
 
-CREATE FUNCTION pg_temp.refusal(sql text, policy text DEFAULT 'p') RETURNS text LANGUAGE sql AS $$
-    SELECT coalesce(pg_temp.ex(sql, policy)->'refused'->>'code', 'none')
-$$;
 CREATE FUNCTION pg_temp.predicates(sql text) RETURNS text[] LANGUAGE sql AS $$
     SELECT array(SELECT jsonb_array_elements_text(pg_temp.ex(sql)->'predicates') ORDER BY 1)
 $$;

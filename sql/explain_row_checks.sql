@@ -49,10 +49,6 @@ BEGIN
     PERFORM querygate.grant_writes('plain', ARRAY['insert', 'update', 'delete']);
 END $$;
 
-CREATE FUNCTION pg_temp.refusal(sql text, policy text DEFAULT 'p') RETURNS text LANGUAGE sql AS $$
-    SELECT coalesce(pg_temp.ex(sql, policy)->'refused'->>'code', 'none')
-$$;
-
 -- 1. A CHECK constraint: the stored salary is compared with the cap the caller writes.
 SELECT is(pg_temp.refusal('UPDATE staff SET salary_cap = :cap WHERE id = :id'), 'mask_predicate',
           'CHECK over a masked column the write leaves as stored');

@@ -35,20 +35,12 @@ BEGIN
     PERFORM querygate.allow_tables('listed', ARRAY['patients', 'diagnoses']::regclass[]);
 END $$;
 
--- Saves sql as "q" and explains it for a policy.
-CREATE FUNCTION pg_temp.ex(sql text, policy text DEFAULT 'p') RETURNS jsonb LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM querygate.save_query('q', sql);
-    RETURN querygate.explain(policy, 'q');
-END $$;
+\i sql/include/explain_helpers.sql
 -- The action of each output column ("none" for none).
 CREATE FUNCTION pg_temp.masks(sql text) RETURNS text[] LANGUAGE sql AS $$
     SELECT array(SELECT coalesce(c->>'mask', 'none')
                    FROM jsonb_array_elements(pg_temp.ex(sql)->'columns') WITH ORDINALITY AS x(c, i)
                   ORDER BY i)
-$$;
-CREATE FUNCTION pg_temp.refusal(sql text, policy text DEFAULT 'p') RETURNS text LANGUAGE sql AS $$
-    SELECT coalesce(pg_temp.ex(sql, policy)->'refused'->>'code', 'none')
 $$;
 
 SELECT plan(22);

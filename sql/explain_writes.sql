@@ -20,16 +20,9 @@ GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO qa_writer;
 
 DO $$ BEGIN PERFORM querygate.create_policy('p', 'qa_writer'); END $$;
 
-CREATE FUNCTION pg_temp.ex(sql text) RETURNS jsonb LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM querygate.save_query('q', sql);
-    RETURN querygate.explain('p', 'q');
-END $$;
+\i sql/include/explain_helpers.sql
 CREATE FUNCTION pg_temp.writes(sql text) RETURNS text[] LANGUAGE sql AS $$
     SELECT array(SELECT jsonb_array_elements_text(pg_temp.ex(sql)->'writes'))
-$$;
-CREATE FUNCTION pg_temp.refusal(sql text) RETURNS text LANGUAGE sql AS $$
-    SELECT coalesce(pg_temp.ex(sql)->'refused'->>'code', 'none')
 $$;
 
 -- What each statement writes.

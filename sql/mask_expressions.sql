@@ -40,12 +40,7 @@ BEGIN
     PERFORM querygate.grant_writes('p', '{insert,update}');
 END $$;
 
--- The code explain gives the query under p (NULL: served).
-CREATE FUNCTION pg_temp.refusal(sql text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM querygate.save_query('q', sql);
-    RETURN querygate.explain('p', 'q')->'refused'->>'code';
-END $$;
+\i sql/include/explain_helpers.sql
 
 SELECT plan(80);
 
@@ -118,7 +113,7 @@ SELECT is(pg_temp.refusal(q), 'mask_expression', 'nested: ' || q)
     'WITH RECURSIVE r(n, s) AS (SELECT 1, ssn FROM me_people WHERE id = 1 UNION ALL SELECT n + 1, s || ''+'' FROM r WHERE n < 3) SELECT s FROM r']) AS q;
 
 -- 6. Passed through unchanged: served, and masked.
-SELECT is(pg_temp.refusal(q), NULL, 'served: ' || q)
+SELECT is(pg_temp.refusal(q), 'none', 'served: ' || q)
   FROM unnest(ARRAY[
     'SELECT id, ssn, card, balance FROM me_people',
     'SELECT * FROM me_people',
@@ -128,8 +123,8 @@ SELECT is(pg_temp.refusal(q), NULL, 'served: ' || q)
     'SELECT s.x FROM (SELECT ssn AS x FROM me_people) s',
     'SELECT x.s FROM me_people p, LATERAL (SELECT p.ssn AS s) x',
     'SELECT ssn FROM me_people UNION ALL SELECT ssn FROM me_other',
-    'SELECT count(ssn) AS n FROM me_people',
-    'SELECT count(ssn)::int AS n FROM me_people',
+    'SELECT count(card) AS n FROM me_people',
+    'SELECT count(card)::int AS n FROM me_people',
     'SELECT id, (SELECT o.ssn FROM me_other o WHERE o.id = p.id) AS s FROM me_people p',
     'SELECT id, ssn::text AS s FROM me_people',
     'SELECT p.id, o.ssn FROM me_people p JOIN me_other o USING (id)',
@@ -137,7 +132,7 @@ SELECT is(pg_temp.refusal(q), NULL, 'served: ' || q)
     'INSERT INTO me_vault (s) SELECT ssn FROM me_people',
     'SELECT s.id FROM (SELECT id, lower(ssn) AS l FROM me_people) s',
     'SELECT id, addr FROM me_homes']) AS q;
-SELECT is(pg_temp.refusal('SELECT id, ssn FROM me_people'), NULL, 'a plain column');
+SELECT is(pg_temp.refusal('SELECT id, ssn FROM me_people'), 'none', 'a plain column');
 SELECT is(querygate.explain('p', 'q')->'columns'->1->>'mask', 'hash', 'served, and ssn is hashed');
 
 -- 5b. Computations no output shows that run anyway, writes at any level, multiple-column

@@ -64,6 +64,9 @@ inline constexpr ErrorCode read_only{403, "read_only"};
 inline constexpr ErrorCode mask_unresolvable{403, "mask_unresolvable"};
 inline constexpr ErrorCode mask_expression{403, "mask_expression"};
 inline constexpr ErrorCode mask_predicate{403, "mask_predicate"};
+// A hashed output that can carry a value no hashed column holds: the hash of a value the caller
+// chooses or knows confirms a guess.
+inline constexpr ErrorCode mask_hash_input{403, "mask_hash_input"};
 inline constexpr ErrorCode permission_denied{403, "permission_denied"};
 // POST /mcp from a page whose origin is neither a loopback host nor listed (DNS rebinding).
 inline constexpr ErrorCode origin_not_allowed{403, "origin_not_allowed"};
@@ -123,6 +126,7 @@ inline constexpr ErrorCode all[] = {invalid_body,
                                     mask_unresolvable,
                                     mask_expression,
                                     mask_predicate,
+                                    mask_hash_input,
                                     permission_denied,
                                     query_failed,
                                     internal_error,

@@ -100,7 +100,7 @@ void check_grant(const char *policy, const char *query)
                          "a search_path of schemas only such roles can create in.",
                          role, role)));
     // What the policy's masks would refuse at every call is refused now (mask_unresolvable,
-    // mask_expression, mask_predicate), with the same words a caller would get.
+    // mask_expression, mask_hash_input, mask_predicate), with the same words a caller would get.
     PlainDecision decision;
     memset(&decision, 0, sizeof(decision));
     decide_plain(&analysis, &in.rules, &decision);
@@ -112,8 +112,13 @@ void check_grant(const char *policy, const char *query)
                  errmsg("policy \"%s\" would refuse saved query \"%s\": %s", policy, query,
                         decision.message),
                  errdetail("Every call would be refused with %s.", decision.code),
-                 errhint("Return masked columns unchanged, or call querygate.set_policy(policy, "
-                         "mask_predicates => 'allow') if the policy trusts its queries.")));
+                 strcmp(decision.code, error_code::mask_hash_input.code) == 0
+                     ? errhint("Return a hashed column by itself, with nothing merged into it, or "
+                               "call querygate.set_policy(policy, mask_predicates => 'allow') if "
+                               "the policy trusts its queries.")
+                     : errhint("Return masked columns unchanged, or call "
+                               "querygate.set_policy(policy, mask_predicates => 'allow') if the "
+                               "policy trusts its queries.")));
     // The table allow-list: every relation the statement names, and no function that can read any
     // table by itself.
     if (strcmp(decision.code, error_code::table_not_allowed.code) == 0)

@@ -139,17 +139,6 @@ void trace_all_query_columns(Query *query, Level *parent, ColumnSet *set)
     }
 }
 
-// Every live column of a base relation (a whole-row reference to it).
-void add_all_columns(Oid relid, ColumnSet *set)
-{
-    Relation rel = relation_open(relid, AccessShareLock);
-    TupleDesc desc = RelationGetDescr(rel);
-    for (int i = 0; i < desc->natts; i++)
-        if (!TupleDescAttr(desc, i)->attisdropped)
-            add_column(set, relid, TupleDescAttr(desc, i)->attnum);
-    relation_close(rel, AccessShareLock);
-}
-
 // The value assigned to column attno (0: every column) of a write's result relation, by the
 // write's target list, its ON CONFLICT DO UPDATE SET list, and its MERGE actions. The expressions
 // are traced at the write's level as plain reads (their Vars of the result relation are the old
@@ -345,43 +334,141 @@ Oid view_of_subquery(Query *subquery)
     return InvalidOid;
 }
 
-// The same rows under other names (stored_copies.hpp): a partition's or a child table's column
-// is its ancestors' same-named column too, so a rule on a parent covers every partition and child
-// read by its own name; a materialized view's column is traced through its defining query, as a
-// view's is (and its own name stays a source, so a rule on it applies as well).
-void trace_stored_copies(Level *level, RangeTblEntry *rte, AttrNumber attno, ColumnSet *set)
+// Adds a name to a ValueNames, once.
+void add_name(ValueNames *names, int *capacity, const ColumnRef &name)
 {
-    if (attno < 0)
+    for (int i = 0; i < names->n; i++)
+        if (names->cols[i].relid == name.relid && names->cols[i].attnum == name.attnum)
+            return;
+    if (names->n == *capacity) {
+        *capacity = *capacity ? *capacity * 2 : 8;
+        names->cols = static_cast<ColumnRef *>(
+            names->cols ? repalloc(names->cols, sizeof(ColumnRef) * *capacity)
+                        : palloc(sizeof(ColumnRef) * *capacity));
+    }
+    names->cols[names->n++] = name;
+}
+
+// Keeps a value's names in the set, unless a value with the same names is kept already.
+void keep_value(ColumnSet *set, ValueNames *names)
+{
+    ListCell *lc;
+    foreach (lc, set->held) {
+        const ValueNames *seen = static_cast<const ValueNames *>(lfirst(lc));
+        bool same = seen->n == names->n;
+        for (int i = 0; same && i < names->n; i++)
+            same = seen->cols[i].relid == names->cols[i].relid &&
+                   seen->cols[i].attnum == names->cols[i].attnum;
+        if (same)
+            return;
+    }
+    set->held = lappend(set->held, names);
+}
+
+// The names a value read from column attnum of table relid goes by (ValueNames): the column
+// first, then its ancestors' same-named columns, then what it is read through.
+void hold_value(ColumnSet *set, Oid relid, AttrNumber attnum, const ColumnRef *ancestors,
+                int nancestors)
+{
+    ValueNames *names = static_cast<ValueNames *>(palloc0(sizeof(ValueNames)));
+    int capacity = 0;
+    ColumnRef column;
+    column.relid = relid;
+    column.attnum = attnum;
+    add_name(names, &capacity, column);
+    for (int i = 0; i < nancestors; i++)
+        add_name(names, &capacity, ancestors[i]);
+    ListCell *lc;
+    foreach (lc, set->through)
+        add_name(names, &capacity, *static_cast<ColumnRef *>(lfirst(lc)));
+    keep_value(set, names);
+}
+
+// The same rows under other names (stored_copies.hpp): a partition's or a child table's column is
+// its ancestors' same-named column too, so a rule on a parent covers every partition and child
+// read by its own name. Column attno of a table: a source, with its ancestors', and a value held.
+void read_table_column(RangeTblEntry *rte, AttrNumber attno, ColumnSet *set)
+{
+    if (attno <= 0)
+        return; // system columns (ctid, xmin, tableoid, ...) carry no table data
+    add_column(set, rte->relid, attno);
+    const char *name = get_attname(rte->relid, attno, false);
+    List *ancestors = relation_ancestors(rte->relid);
+    ColumnRef *inherited =
+        static_cast<ColumnRef *>(palloc0(sizeof(ColumnRef) * Max(list_length(ancestors), 1)));
+    int n = 0;
+    ListCell *lc;
+    foreach (lc, ancestors) {
+        const Oid parent = lfirst_oid(lc);
+        const AttrNumber parent_attnum = get_attnum(parent, name);
+        if (parent_attnum == InvalidAttrNumber)
+            continue;
+        add_column(set, parent, parent_attnum);
+        inherited[n].relid = parent;
+        inherited[n++].attnum = parent_attnum;
+    }
+    hold_value(set, rte->relid, attno, inherited, n);
+    pfree(inherited);
+}
+
+// Output column attno of query, traced while `through` (a view's or materialized view's column,
+// or nullptr) is what the values are read through.
+void trace_query_through(Query *query, AttrNumber attno, Level *parent, Oid through, ColumnSet *set)
+{
+    if (OidIsValid(through)) {
+        ColumnRef *ref = static_cast<ColumnRef *>(palloc0(sizeof(ColumnRef)));
+        ref->relid = through;
+        ref->attnum = attno;
+        set->through = lappend(set->through, ref);
+    }
+    trace_query_column(query, attno, parent, false, set);
+    if (OidIsValid(through))
+        set->through = list_delete_last(set->through);
+}
+
+// Every column of RTE rtindex at this level as a field of a whole row: each traced into a set of
+// its own (with what the enclosing trace computes with and reads through), its sources,
+// parameters and reasons added to set, its made value and values kept as a Field of set (and the
+// fields of a whole row within it too).
+void trace_row_fields(Level *level, int rtindex, ColumnSet *set)
+{
+    Query *query = level->query;
+    if (rtindex < 1 || rtindex > list_length(query->rtable)) {
+        mark_unresolvable(set, "a reference the analysis cannot follow");
         return;
-    if (rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_PARTITIONED_TABLE ||
-        rte->relkind == RELKIND_FOREIGN_TABLE) {
-        const char *name = attno > 0 ? get_attname(rte->relid, attno, false) : nullptr;
-        ListCell *lc;
-        foreach (lc, relation_ancestors(rte->relid)) {
-            const Oid parent = lfirst_oid(lc);
-            if (attno == 0) {
-                add_all_columns(parent, set);
-            } else {
-                const AttrNumber inherited = get_attnum(parent, name);
-                if (inherited != InvalidAttrNumber)
-                    add_column(set, parent, inherited);
-            }
-        }
-    } else if (rte->relkind == RELKIND_MATVIEW) {
-        Query *defining = matview_query(rte->relid);
-        if (defining == nullptr)
-            mark_unresolvable(set, "a materialized view whose query cannot be read");
-        else if (attno == 0)
-            trace_all_query_columns(defining, level, set);
-        else
-            trace_query_column(defining, attno, level, false, set);
+    }
+    RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
+    const int ncolumns = rte->eref != nullptr ? list_length(rte->eref->colnames) : 0;
+    for (int k = 1; k <= ncolumns; k++) {
+        // a dropped column keeps its place with an empty name
+        if (strVal(list_nth(rte->eref->colnames, k - 1))[0] == '\0')
+            continue;
+        ColumnSet field;
+        memset(&field, 0, sizeof(field));
+        field.computing = set->computing;
+        field.how = set->how;
+        field.through = list_copy(set->through);
+        trace_rte_column(level, rtindex, static_cast<AttrNumber>(k), &field);
+        add_columns(set, &field);
+        set->params = bms_add_members(set->params, field.params);
+        Field *kept = static_cast<Field *>(palloc(sizeof(Field)));
+        kept->made = field.made;
+        kept->held = field.held;
+        set->fields = lappend(set->fields, kept);
+        set->fields = list_concat(set->fields, field.fields);
     }
 }
 
-// The sources of column attno (0: the whole row) of RTE rtindex at this level.
+// The sources of column attno (0: the whole row, field by field) of RTE rtindex at this level.
 void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *set)
 {
     check_stack_depth();
+    // A whole row is a composite: each of its fields is traced as a value of its own (Field), so
+    // that what a hash may carry is judged field by field.
+    if (attno == 0) {
+        trace_row_fields(level, rtindex, set);
+        return;
+    }
     Query *query = level->query;
     if (rtindex < 1 || rtindex > list_length(query->rtable)) {
         mark_unresolvable(set, "a reference the analysis cannot follow");
@@ -390,12 +477,20 @@ void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *se
     RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
     switch (rte->rtekind) {
     case RTE_RELATION: {
-        if (attno == 0)
-            add_all_columns(rte->relid, set);
-        else if (attno > 0)
-            add_column(set, rte->relid, attno);
-        // system columns (ctid, xmin, tableoid, ...) carry no table data
-        trace_stored_copies(level, rte, attno, set);
+        if (rte->relkind == RELKIND_MATVIEW) {
+            // A materialized view is traced through its defining query, as a view's is; its own
+            // name stays a source, so a rule on it applies as well.
+            if (attno > 0) {
+                add_column(set, rte->relid, attno);
+                Query *defining = matview_query(rte->relid);
+                if (defining == nullptr)
+                    mark_unresolvable(set, "a materialized view whose query cannot be read");
+                else
+                    trace_query_through(defining, attno, level, rte->relid, set);
+            }
+        } else {
+            read_table_column(rte, attno, set);
+        }
         if (query->commandType != CMD_SELECT) {
             // RETURNING shows the values written; EXCLUDED holds the values proposed for insertion.
             if (level->returning && rtindex == query->resultRelation)
@@ -408,25 +503,13 @@ void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *se
     case RTE_SUBQUERY: {
         // An expanded view is a source itself as well, so a rule on a view's column applies.
         Oid view = view_of_subquery(rte->subquery);
-        if (OidIsValid(view)) {
-            if (attno == 0)
-                add_all_columns(view, set);
-            else if (attno > 0)
-                add_column(set, view, attno);
-        }
-        if (attno == 0)
-            trace_all_query_columns(rte->subquery, level, set);
-        else
-            trace_query_column(rte->subquery, attno, level, false, set);
+        if (OidIsValid(view) && attno > 0)
+            add_column(set, view, attno);
+        trace_query_through(rte->subquery, attno, level, view, set);
         break;
     }
     case RTE_JOIN:
-        if (attno == 0) {
-            for (int i = 1; i <= list_length(rte->joinaliasvars); i++)
-                trace_join_column(level, rtindex, rte, i, set);
-        } else {
-            trace_join_column(level, rtindex, rte, attno, set);
-        }
+        trace_join_column(level, rtindex, rte, attno, set);
         break;
     case RTE_CTE: {
         Level *owner = level;
@@ -448,19 +531,14 @@ void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *se
             break;
         }
         Query *cte_query = reinterpret_cast<Query *>(found->ctequery);
-        if (attno == 0)
-            trace_all_query_columns(cte_query, owner, set);
-        else
-            trace_query_column(cte_query, attno, owner, cte_query->commandType != CMD_SELECT, set);
+        trace_query_column(cte_query, attno, owner, cte_query->commandType != CMD_SELECT, set);
         break;
     }
     case RTE_VALUES: {
         ListCell *row;
         foreach (row, rte->values_lists) {
             List *exprs = static_cast<List *>(lfirst(row));
-            if (attno == 0)
-                trace_expr(reinterpret_cast<Node *>(exprs), level, set);
-            else if (attno <= list_length(exprs))
+            if (attno >= 1 && attno <= list_length(exprs))
                 trace_expr(static_cast<Node *>(list_nth(exprs, attno - 1)), level, set);
         }
         break;
@@ -556,6 +634,14 @@ bool trace_walker(Node *node, TraceContext *context)
     if (IsA(node, Param) && reinterpret_cast<Param *>(node)->paramkind == PARAM_EXTERN) {
         ColumnSet *set = context->set;
         set->params = bms_add_member(set->params, reinterpret_cast<Param *>(node)->paramid);
+        if (set->made == nullptr)
+            set->made = "a parameter";
+        return false;
+    }
+    // A null stays null under every mask, so it carries nothing.
+    if (IsA(node, Const) && !reinterpret_cast<Const *>(node)->constisnull) {
+        if (context->set->made == nullptr)
+            context->set->made = "a constant";
         return false;
     }
     if (IsA(node, Var)) {
@@ -583,6 +669,10 @@ bool trace_walker(Node *node, TraceContext *context)
                                     context->set);
         return false;
     }
+    // An aggregate makes a value of its own, count(x) too: a count the caller steers by a filter
+    // is a number it chooses.
+    if (IsA(node, Aggref) && context->set->made == nullptr)
+        context->set->made = value_use(node);
     // count(x) does not look at x's value: what is computed with the count is not computed
     // with x (its lineage still leads to x, so the count is masked as x is).
     if (IsA(node, Aggref) && passes_value_through(node) && context->set->computing) {
@@ -614,6 +704,8 @@ void trace_expr(Node *expr, Level *level, ColumnSet *set)
     if (!was_computing && !passes_value_through(expr)) {
         set->computing = true;
         set->how = value_use(expr);
+        if (set->made == nullptr)
+            set->made = set->how;
     }
     TraceContext context = {level, set};
     (void)trace_walker(expr, &context);

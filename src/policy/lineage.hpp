@@ -38,6 +38,20 @@ struct ColumnRef {
     AttrNumber attnum;
 };
 
+// The names one value read from a table goes by (HeldValue in query_analysis.hpp): the column, the
+// same-named column of each of its table's ancestors, and the columns of the views and
+// materialized views it was read through.
+struct ValueNames {
+    int n;
+    ColumnRef *cols;
+};
+
+// A field of a whole row (a composite value): what reaches it, as made and held in ColumnSet.
+struct Field {
+    const char *made;
+    List *held;
+};
+
 struct VisitKey {
     const void *node; // a Query, or a join's RangeTblEntry
     int index;        // its output column, or the join's merged column
@@ -50,7 +64,12 @@ struct VisitKey {
 // on its way to the output has been computed with (value_use.hpp), and `how`; each column keeps
 // the first such use (hows[i]; NULL: it only ever passed through). params: the statement's
 // parameters ($n, as n) met on the way, for the run history (param_uses in column_uses.hpp).
-// Zeroed to start.
+// made: the first value met on the way that no column holds (a parameter, a constant, or what a
+// computation made: value_use.hpp), for what a hash may carry (policy_decision.hpp); NULL: every
+// value traced is a column's, passed through. held: the ValueNames of every value read from a
+// table on the way (deduplicated), while `through` holds the view and materialized view columns
+// (ColumnRef *) being traced through. fields: a Field for every field of a whole row met (their
+// sources are the set's, their made values and held values are not). Zeroed to start.
 struct ColumnSet {
     int n;
     int capacity;
@@ -63,6 +82,10 @@ struct ColumnSet {
     bool computing;
     const char *how;
     Bitmapset *params;
+    const char *made;
+    List *held;
+    List *through;
+    List *fields;
 };
 
 void add_column(ColumnSet *set, Oid relid, AttrNumber attnum);

@@ -31,7 +31,6 @@ void refuse(PolicyDecision &d, ErrorCode code, std::string message)
     d.refusal_message = std::move(message);
 }
 
-// Refuses a computation with a masked column (true when it did).
 // A masked source of the value a write assigns to `target`, or null.
 const SourceColumn *masked_source_of(const QueryAnalysis &analysis, const PolicyRules &rules,
                                      const SourceColumn &target)
@@ -72,6 +71,7 @@ bool refuse_row_check(PolicyDecision &d, const QueryAnalysis &analysis, const Po
     return true;
 }
 
+// Refuses a computation with a masked column (true when it did).
 bool refuse_computed(PolicyDecision &d, const PolicyRules &rules, const SourceColumn &c)
 {
     if (c.computed == nullptr || action_of(rules.masks, c) == masking::Action::none)
@@ -79,6 +79,61 @@ bool refuse_computed(PolicyDecision &d, const PolicyRules &rules, const SourceCo
     refuse(d, error_code::mask_expression,
            "the query computes with the masked column " + column_text(c) + " (" + c.computed +
                "); a masked value may only be returned unchanged");
+    return true;
+}
+
+// What a policy does with a value of an output: the strictest action over its names.
+masking::Action value_action(const std::vector<masking::Rule> &rules, const OutputLineage &out,
+                             const HeldValue &value)
+{
+    masking::Action action = masking::Action::none;
+    for (int k = 0; k < value.n; k++)
+        action = std::max(action, action_of(rules, out.sources[value.sources[k]]));
+    return action;
+}
+
+// Why a hashed value (an output, or a field of a whole row in it) can carry a value that no
+// hashed column holds: made (a parameter, a constant, a computation) reaches it, or a value none
+// of whose names (its column, a parent's, a view's it is read through) the policy hashes; empty
+// when neither.
+std::string foreign_value(const std::vector<masking::Rule> &rules, const OutputLineage &out,
+                          const char *made, const HeldValue *held, int nheld)
+{
+    if (made != nullptr)
+        return std::string("a value no column holds (") + made + ")";
+    for (int h = 0; h < nheld; h++)
+        if (held[h].n > 0 &&
+            masking::kind_of(value_action(rules, out, held[h])) != masking::Action::hash)
+            return "values of " + column_text(out.sources[held[h].sources[0]]) +
+                   ", which the policy does not hash";
+    return "";
+}
+
+// A hashed output may carry only values of the columns it hashes, unchanged: a hash is the same
+// for equal values, so the hash of any other value a call puts there (a parameter, a constant, a
+// computed value, another column's value merged in by a set operation, VALUES, a join's merged
+// column or RETURNING) can be compared with the hashed values to confirm a guess. A whole row is
+// hashed as one value, judged field by field: a hashed field only carries hashed values, and the
+// others (a constant beside a hashed column) cannot make the row equal to another.
+bool refuse_hash_input(PolicyDecision &d, const PolicyRules &rules, const OutputLineage &out,
+                       masking::Action action)
+{
+    if (masking::kind_of(action) != masking::Action::hash)
+        return false;
+    std::string what = foreign_value(rules.masks, out, out.made, out.held, out.nheld);
+    for (int f = 0; f < out.nfields && what.empty(); f++) {
+        const OutputField &field = out.fields[f];
+        masking::Action field_action = masking::Action::none;
+        for (int h = 0; h < field.nheld; h++)
+            field_action = std::max(field_action, value_action(rules.masks, out, field.held[h]));
+        if (masking::kind_of(field_action) == masking::Action::hash)
+            what = foreign_value(rules.masks, out, field.made, field.held, field.nheld);
+    }
+    if (what.empty())
+        return false;
+    refuse(d, error_code::mask_hash_input,
+           std::string("column \"") + out.name + "\" is hashed and can carry " + what +
+               ": the hash of a value the caller chooses or knows confirms a guess");
     return true;
 }
 
@@ -237,6 +292,13 @@ PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules)
                        analysis.predicate_unresolvable + "), and the policy masks columns");
             return d;
         }
+    }
+
+    // 7. A hashed output carries nothing but the values of the columns it hashes.
+    if (!rules.mask_predicates_allowed) {
+        for (int i = 0; i < analysis.noutputs; i++)
+            if (refuse_hash_input(d, rules, analysis.outputs[i], d.column_actions[i]))
+                return d;
     }
     return d;
 }

@@ -20,8 +20,9 @@ struct PolicyRules {
 
 struct PolicyDecision {
     // Unset (status 0) when allowed; else error_code::untrusted_code, table_not_allowed,
-    // write_op_not_allowed, read_only, mask_unresolvable, mask_expression or mask_predicate (all
-    // HTTP 403), with a message for the caller naming the table, column or function.
+    // write_op_not_allowed, read_only, mask_unresolvable, mask_expression, mask_hash_input or
+    // mask_predicate (all HTTP 403), with a message for the caller naming the table, column or
+    // function.
     ErrorCode refusal{0, ""};
     std::string refusal_message;
     // One per QueryAnalysis output, in order.
@@ -37,9 +38,10 @@ struct PolicyDecision {
 // Checks, in this order: code the policy's role does not trust, the table allow-list (relations and
 // functions that read the database), the write operations (and, for a read, functions that write
 // anyway), then, only when the policy has any mask rule, unresolvable output columns, statistics,
-// masked columns computed with on their way to an output or an assignment (unless allowed) and
-// masked columns in predicates (unless allowed); and the strictest matching mask action for each
-// output column, over all of its sources.
+// masked columns computed with on their way to an output or an assignment (unless allowed),
+// masked columns in predicates (unless allowed) and hashed outputs that can carry another value
+// (unless allowed); and
+// the strictest matching mask action for each output column, over all of its sources.
 PolicyDecision decide(const QueryAnalysis &analysis, const PolicyRules &rules);
 
 // The decision made from a policy's catalog row (policy_rows.hpp) as plain data, so that

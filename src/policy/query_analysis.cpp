@@ -113,6 +113,46 @@ bool relation_walker(Node *node, RelationCollector *c)
     return expression_tree_walker(node, WALKER(relation_walker), c);
 }
 
+// Values kept in a set (ValueNames) as indexes into its columns, in the order named_columns gives
+// them.
+HeldValue *held_values(const ColumnSet *set, List *held, int *n)
+{
+    *n = list_length(held);
+    HeldValue *out = static_cast<HeldValue *>(palloc0(sizeof(HeldValue) * Max(*n, 1)));
+    int i = 0;
+    ListCell *lc;
+    foreach (lc, held) {
+        const lineage::ValueNames *names = static_cast<const lineage::ValueNames *>(lfirst(lc));
+        HeldValue *value = &out[i++];
+        value->sources = static_cast<int *>(palloc(sizeof(int) * Max(names->n, 1)));
+        for (int k = 0; k < names->n; k++)
+            for (int c = 0; c < set->n; c++)
+                if (set->cols[c].relid == names->cols[k].relid &&
+                    set->cols[c].attnum == names->cols[k].attnum) {
+                    value->sources[value->n++] = c;
+                    break;
+                }
+    }
+    return out;
+}
+
+// What reaches an output: its made value, its values, and its whole rows' fields'.
+void output_values(const ColumnSet *set, OutputLineage *out)
+{
+    out->made = set->made ? pstrdup(set->made) : nullptr;
+    out->held = held_values(set, set->held, &out->nheld);
+    out->nfields = list_length(set->fields);
+    out->fields = static_cast<OutputField *>(palloc0(sizeof(OutputField) * Max(out->nfields, 1)));
+    int i = 0;
+    ListCell *lc;
+    foreach (lc, set->fields) {
+        const lineage::Field *field = static_cast<const lineage::Field *>(lfirst(lc));
+        OutputField *f = &out->fields[i++];
+        f->made = field->made ? pstrdup(field->made) : nullptr;
+        f->held = held_values(set, field->held, &f->nheld);
+    }
+}
+
 } // namespace
 
 void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid saved_by,
@@ -224,6 +264,7 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
             o->nsources = set.n;
             o->sources = lineage::named_columns(&set);
             o->unresolvable = set.unresolvable ? pstrdup(set.unresolvable) : nullptr;
+            output_values(&set, o);
         }
     } else {
         out->outputs = static_cast<OutputLineage *>(palloc0(sizeof(OutputLineage)));

@@ -52,11 +52,35 @@ struct RelationRef {
     char *name;
 };
 
+// A value read from a table that can reach an output: the names it goes by, as indexes into the
+// output's sources, the column read first, then its table's ancestors' same-named columns, then
+// the view and materialized view columns it is read through. A rule on any of them applies to it.
+struct HeldValue {
+    int n;
+    int *sources;
+};
+
+struct OutputField {
+    char *made;
+    int nheld;
+    HeldValue *held;
+};
+
 struct OutputLineage {
     char *name; // the output column's name, as in the response
     int nsources;
     SourceColumn *sources; // deduplicated; none for a constant or count(*)
     char *unresolvable;    // NULL, or why its sources cannot be known (a function in FROM, ...)
+    // NULL when every value it can carry is a source column's, unchanged; else the first other
+    // value that reaches it: "a parameter", "a constant", or what computed it ("lower()", ...).
+    char *made;
+    // Every value read from a table that can reach it (deduplicated).
+    int nheld;
+    HeldValue *held;
+    // A whole row's fields (of every whole row in it): what reaches each, as made and held above
+    // (whose sources are among the output's).
+    int nfields;
+    OutputField *fields;
 };
 
 // What a parameter meets (column_uses.hpp): its value is masked in the run history as strictly
