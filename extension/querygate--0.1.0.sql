@@ -452,9 +452,11 @@ CREATE FUNCTION stat_workers(
     LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'querygate_stat_workers';
 CREATE VIEW stat_workers AS SELECT * FROM stat_workers();
 -- The run history's ring since the server started: records waiting for the writer, saved,
--- dropped (the ring was full, or a batch could not be saved) and left out by the sample rate.
+-- dropped (the ring was full, or a batch could not be saved) and left out by the sample rate; and
+-- what the rings held when the server last stopped without a clean stop (lost with them).
 CREATE FUNCTION stat_history(
-    OUT buffered bigint, OUT written bigint, OUT dropped bigint, OUT skipped bigint)
+    OUT buffered bigint, OUT written bigint, OUT dropped bigint, OUT skipped bigint,
+    OUT lost_at_restart bigint)
     RETURNS record
     LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'querygate_stat_history';
 CREATE VIEW stat_history AS SELECT * FROM stat_history();

@@ -2,6 +2,7 @@
 // one a worker, each with a head its worker moves and a tail the writer moves, on lines apart.
 #include "call/history_ring.hpp"
 
+#include "call/surviving_memory.hpp"
 #include "common/settings.hpp"
 
 extern "C" {
@@ -15,6 +16,8 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 namespace history_ring {
@@ -37,8 +40,43 @@ struct Shared {
     pg_atomic_uint32 writer_procno; // the writer's PGPROC number, or UINT32_MAX
     pg_atomic_uint32 woken;         // the writer was woken and has not taken since
     pg_atomic_uint64 written;
-    pg_atomic_uint64 lost; // batches the writer could not save, and records from no worker's ring
+    pg_atomic_uint64 lost;  // batches the writer could not save, and records from no worker's ring
+    uint64 lost_at_restart; // set once, before any process reads it
 };
+
+// The rings' positions are kept where they outlive the processes (surviving_memory.hpp) when
+// they can be: the rings themselves go with a restart that is not a clean stop (a crash, an
+// immediate stop), and their positions then say how many records went with them.
+constexpr char positions_file[] = "querygate_history_positions";
+constexpr uint64 positions_magic = 0x7167686973743031; // "qghist01"
+struct alignas(line) Positions {
+    uint64 magic;
+    uint32 nrings;
+    Ring rings[1]; // nrings of them
+};
+
+std::size_t positions_size(uint32 n)
+{
+    return offsetof(Positions, rings) + sizeof(Ring) * n;
+}
+
+// The records the rings held when the processes that used them ended, from what a positions file
+// held (0 for anything that is not one).
+uint64 held_before(const surviving_memory::Before &before)
+{
+    if (before.bytes == nullptr || before.size < offsetof(Positions, rings))
+        return 0;
+    const Positions *p = reinterpret_cast<const Positions *>(before.bytes);
+    if (p->magic != positions_magic || p->nrings == 0 || before.size < positions_size(p->nrings))
+        return 0;
+    uint64 held = 0;
+    for (uint32 i = 0; i < p->nrings; i++) {
+        const uint64 head = p->rings[i].head.value, tail = p->rings[i].tail.value;
+        if (head >= tail && head - tail <= static_cast<uint64>(INT32_MAX))
+            held += head - tail;
+    }
+    return held;
+}
 
 constexpr uint32 no_writer = UINT32_MAX;
 
@@ -150,9 +188,29 @@ void shmem_init()
     char *at = reinterpret_cast<char *>(TYPEALIGN(line, base));
     shared = reinterpret_cast<Shared *>(at);
     at += TYPEALIGN(line, sizeof(Shared));
-    rings = reinterpret_cast<Ring *>(at);
+    rings = reinterpret_cast<Ring *>(at); // unless the positions file is mapped, below
     records = reinterpret_cast<Record *>(at + sizeof(Ring) * nrings);
     if (!found) {
+        // The postmaster, making the shared memory at a start or after a crash (its children
+        // inherit the mapping; found is true only in a process that attaches instead).
+        surviving_memory::Before before;
+        auto *positions = static_cast<Positions *>(
+            surviving_memory::map(positions_file, positions_size(nrings), before));
+        shared->lost_at_restart = held_before(before);
+        std::free(before.bytes);
+        if (positions != nullptr) {
+            positions->magic = positions_magic;
+            positions->nrings = nrings;
+            rings = positions->rings;
+        }
+        if (shared->lost_at_restart > 0)
+            ereport(WARNING,
+                    (errmsg("querygate: %llu run history records were lost: the rings held them "
+                            "when the server stopped without a clean stop",
+                            static_cast<unsigned long long>(shared->lost_at_restart)),
+                     errdetail("A crash or an immediate stop ends the processes before the "
+                               "writer saves what the rings hold; querygate.stat_history shows "
+                               "the count as lost_at_restart.")));
         pg_atomic_init_u32(&shared->writer_procno, no_writer);
         pg_atomic_init_u32(&shared->woken, 0);
         pg_atomic_init_u64(&shared->written, 0);
@@ -303,6 +361,7 @@ metrics::HistoryStats stats()
     metrics::HistoryStats s;
     if (shared == nullptr)
         return s;
+    s.lost_at_restart = shared->lost_at_restart;
     s.written = pg_atomic_read_u64(&shared->written);
     s.dropped = pg_atomic_read_u64(&shared->lost);
     for (uint32 i = 0; i < nrings; i++) {

@@ -79,6 +79,9 @@ struct HistoryStats {
     uint64_t written = 0;  // saved to querygate.history
     uint64_t dropped = 0;  // lost: the ring was full, or the writer could not save them
     uint64_t skipped = 0;  // successes left out by querygate.history_sample_rate
+    // What the rings held when the server last stopped without a clean stop (a crash, an
+    // immediate stop): lost with them.
+    uint64_t lost_at_restart = 0;
 };
 
 // Everything GET /metrics answers.

@@ -230,6 +230,10 @@ void render(const metrics::Snapshot &snapshot, std::string &out)
     single(out, "querygate_history_skipped_total", "counter",
            "Successful calls left out of the run history by querygate.history_sample_rate.",
            h.skipped);
+    single(out, "querygate_history_lost_at_restart", "gauge",
+           "Run history records the rings held when the server last stopped without a clean stop "
+           "(a crash, an immediate stop), lost with them.",
+           h.lost_at_restart);
     render_workers(snapshot.workers, out);
 }
 

@@ -127,11 +127,12 @@ QUERYGATE_SQL_FUNCTION(querygate_stat_history)
         if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
             elog(ERROR, "querygate: stat_history must return a record");
         desc = BlessTupleDesc(desc);
-        Datum values[4] = {Int64GetDatum(static_cast<int64>(h.buffered)),
+        Datum values[5] = {Int64GetDatum(static_cast<int64>(h.buffered)),
                            Int64GetDatum(static_cast<int64>(h.written)),
                            Int64GetDatum(static_cast<int64>(h.dropped)),
-                           Int64GetDatum(static_cast<int64>(h.skipped))};
-        bool nulls[4] = {};
+                           Int64GetDatum(static_cast<int64>(h.skipped)),
+                           Int64GetDatum(static_cast<int64>(h.lost_at_restart))};
+        bool nulls[5] = {};
         result = HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
     });
     return result;

@@ -71,6 +71,7 @@ int main()
     w.busy_us = 1500000;
     s.workers = {w};
     s.unrecorded = 7;
+    s.history.lost_at_restart = 31;
 
     std::string out;
     prometheus_text::render(s, out);
@@ -110,6 +111,9 @@ int main()
     tap::ok(has_line(lines, "querygate_call_rows_total{query=\"orders\"} 6"), "rows");
     tap::ok(has_line(lines, "querygate_call_response_bytes_total{query=\"orders\"} 80"), "bytes");
     tap::ok(has_line(lines, "querygate_calls_unrecorded_total 7"), "unrecorded");
+    tap::ok(has_line(lines, "# TYPE querygate_history_lost_at_restart gauge") &&
+                has_line(lines, "querygate_history_lost_at_restart 31"),
+            "history records lost at the last restart without a clean stop: a gauge");
     tap::ok(has_line(lines, "querygate_worker_connections{worker=\"2\"} 4"), "worker connections");
     tap::ok(has_line(lines, "querygate_worker_requests_total{worker=\"2\"} 9"), "worker requests");
     tap::ok(has_line(lines, "querygate_worker_busy_seconds_total{worker=\"2\"} 1.5"),
@@ -131,7 +135,7 @@ int main()
     }
     tap::ok(bad == 0, "every sample is in the family announced before it",
             std::to_string(bad) + " lines out of place");
-    tap::ok(types == helps && types == 19, "19 families, each with HELP and TYPE",
+    tap::ok(types == helps && types == 20, "20 families, each with HELP and TYPE",
             std::to_string(types) + " TYPE, " + std::to_string(helps) + " HELP");
     tap::ok(out.find("p1") == std::string::npos && out.find("p2") == std::string::npos,
             "no policy is a label");
