@@ -151,6 +151,13 @@ std::string client_address(MHD_Connection *conn)
 } // namespace
 
 struct HttpServer::Callbacks {
+    // The body of an answer that has none (HttpResponse::length_unknown): never asked for, as
+    // libmicrohttpd sends no body to a HEAD.
+    static ssize_t no_body(void *, uint64_t, char *, size_t)
+    {
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+
     // Queues an answer; the connection closes after it when the worker stops (libmicrohttpd
     // reads the header). An answer in a file (an export) is sent from the file, which
     // libmicrohttpd closes once done. A small answer from a buffer is kept as the server's last
@@ -160,7 +167,19 @@ struct HttpServer::Callbacks {
         self->let_go_last_answer();
         const bool from_file = resp.file.present();
         MHD_Response *r = nullptr;
-        if (from_file) {
+        if (resp.length_unknown) {
+            // A HEAD of what a GET sends as it is made: a head with neither Content-Length (its
+            // body is not empty, only unsent) nor Transfer-Encoding. libmicrohttpd 0.9.75 ends a
+            // chunked answer with its last chunk ("0\r\n\r\n") even to a HEAD, which the next
+            // answer on the connection would be read after; an answer of unknown length that is
+            // not chunked (HTTP/1.0's way) has no such end, and its connection closes after it.
+            r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, &no_body, nullptr, nullptr);
+            if (r != nullptr && MHD_set_response_options(r, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT,
+                                                         MHD_RO_END) != MHD_YES) {
+                MHD_destroy_response(r);
+                r = nullptr;
+            }
+        } else if (from_file) {
             const std::uint64_t size = resp.file.size();
             const int fd = resp.file.release();
             r = MHD_create_response_from_fd64(size, fd);
@@ -177,7 +196,7 @@ struct HttpServer::Callbacks {
             MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         const bool queued =
             own_answers::queue_ours(conn, static_cast<unsigned int>(resp.status), r);
-        if (queued && !from_file && resp.body.size() <= last_answer_most)
+        if (queued && !from_file && !resp.length_unknown && resp.body.size() <= last_answer_most)
             self->last_answer_ = r; // our reference, given up by the next send or at the end
         else
             MHD_destroy_response(r);
@@ -262,6 +281,13 @@ struct HttpServer::Callbacks {
                 MHD_suspend_connection(conn);
                 self->later_.push_back(Later{resp.later, conn, state});
                 return MHD_YES;
+            }
+            if (resp.stream && state->request.method == "HEAD") {
+                // A HEAD never has a body (RFC 9110 9.3.2): the stream is not started, and its
+                // head goes alone.
+                resp.stream->closed();
+                resp.stream.reset();
+                resp.length_unknown = true;
             }
             if (resp.stream)
                 return self->send_stream(conn, resp) ? MHD_YES : MHD_NO;

@@ -90,7 +90,12 @@ struct HttpResponse {
     // An export: the body is this file, sent from it; `body` is then empty.
     FileBody file;
     // A body made as it is sent (content_type and headers are the answer's; `body` is unused).
+    // Never for a HEAD: the server answers it as length_unknown, without starting the stream.
     std::shared_ptr<StreamBody> stream;
+    // The answer to a HEAD of what a GET sends as it is made (a stream): its head says no length
+    // (a Content-Length: 0 would say the GET's body is empty), and its connection closes after it
+    // (http_server.cpp says why). Only for a HEAD; `body` is unused.
+    bool length_unknown = false;
     // Called once when the answer is done with, however it ends (sent, or the connection gone):
     // what an export holds (its place among querygate.max_exports) is given back.
     std::function<void()> on_done;
