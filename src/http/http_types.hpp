@@ -29,6 +29,14 @@ struct HttpRequest {
     std::string client_address;
     int socket_fd = -1; // the connection's socket, watched while its call runs (-1: none)
 
+    // Why the request is not HTTP as RFC 9112 writes it (src/http/message_syntax.hpp), when the
+    // server found it so: it is refused with 400, this code and this sentence. Null otherwise.
+    struct Malformed {
+        const char *code;
+        const char *message;
+    };
+    const Malformed *malformed = nullptr;
+
     // The first header of that (lower-case) name, or nullptr.
     const std::string *header(const char *lower_name) const;
     // Every line of that name joined with ", " in order, false when there is none: several lines
