@@ -121,13 +121,26 @@ bool cut_query_string(const char *uri)
     return static_cast<std::size_t>(c - (query + 1)) > max_query_string ? cut() : false;
 }
 
+// The two iterations below are called from inside libmicrohttpd (MHD_get_connection_values_n),
+// whose C frames an exception may not unwind through: when memory runs out they stop the
+// iteration and say so, and the caller throws once libmicrohttpd has returned.
+struct CollectedArgs {
+    HttpRequest &request;
+    bool out_of_memory = false;
+};
+
 MHD_Result collect_arg(void *cls, enum MHD_ValueKind, const char *key, size_t key_size,
                        const char *value, size_t value_size)
 {
-    auto *req = static_cast<HttpRequest *>(cls);
-    req->args.emplace_back(std::string(key, key_size),
-                           value ? std::string(value, value_size) : std::string());
-    return MHD_YES;
+    auto *args = static_cast<CollectedArgs *>(cls);
+    try {
+        args->request.args.emplace_back(std::string(key, key_size),
+                                        value ? std::string(value, value_size) : std::string());
+        return MHD_YES;
+    } catch (...) {
+        args->out_of_memory = true;
+        return MHD_NO;
+    }
 }
 
 // The field lines, in order: each is checked where libmicrohttpd left it (HeadLayout), and kept
@@ -136,6 +149,7 @@ MHD_Result collect_arg(void *cls, enum MHD_ValueKind, const char *key, size_t ke
 struct CollectedHead {
     HttpRequest &request;
     message_syntax::HeadLayout &layout;
+    bool out_of_memory = false;
 };
 
 MHD_Result collect_header(void *cls, enum MHD_ValueKind, const char *key, size_t key_size,
@@ -147,9 +161,14 @@ MHD_Result collect_header(void *cls, enum MHD_ValueKind, const char *key, size_t
         value_size = 0;
     while (value_size > 0 && (value[value_size - 1] == ' ' || value[value_size - 1] == '\t'))
         value_size--;
-    head->request.headers.emplace_back(lowercase(key, key_size),
-                                       value ? std::string(value, value_size) : std::string());
-    return MHD_YES;
+    try {
+        head->request.headers.emplace_back(lowercase(key, key_size),
+                                           value ? std::string(value, value_size) : std::string());
+        return MHD_YES;
+    } catch (...) {
+        head->out_of_memory = true;
+        return MHD_NO;
+    }
 }
 
 std::string client_address(MHD_Connection *conn)
@@ -245,7 +264,10 @@ struct HttpServer::Callbacks {
                     req.client_address = client_address(conn);
                     return MHD_YES;
                 }
-                MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &req);
+                CollectedArgs args{req};
+                MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+                if (args.out_of_memory)
+                    throw std::bad_alloc();
                 check_head(conn, url, method, version, *state);
                 req.client_address = client_address(conn);
                 if (const MHD_ConnectionInfo *fd =
@@ -345,6 +367,8 @@ struct HttpServer::Callbacks {
                                           size != nullptr ? method + size->header_size : nullptr);
         CollectedHead head{req, layout};
         MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_header, &head);
+        if (head.out_of_memory)
+            throw std::bad_alloc();
         if (req.malformed == nullptr)
             req.malformed = layout.finish();
         if (req.malformed == nullptr)
