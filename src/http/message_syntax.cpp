@@ -180,7 +180,7 @@ const Problem *target(std::string_view raw, TargetForm &form)
             in_query = true;
         if (is_control(c))
             return in_query ? &invalid_target : &control_in_path;
-        if (c == ' ')
+        if (c == ' ' || c == '#') // a fragment is never sent (RFC 9112 3.2's grammar has none)
             return &invalid_target;
         if (c != '%')
             continue;

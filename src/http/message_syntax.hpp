@@ -35,8 +35,8 @@ using Problem = HttpRequest::Malformed;
 // asterisk-form ("*", OPTIONS only), or anything else (authority-form is CONNECT's).
 enum class TargetForm { origin, absolute, asterisk, other };
 
-// The request-target as the client sent it (RFC 9112 3.2, RFC 3986): no control character, space
-// or DEL; every '%' followed by two hex digits; and in the path (before '?'), no control
+// The request-target as the client sent it (RFC 9112 3.2, RFC 3986): no control character, space,
+// DEL or '#'; every '%' followed by two hex digits; and in the path (before '?'), no control
 // character or DEL once decoded either (invalid_path). Says its form in `form`.
 const Problem *target(std::string_view raw, TargetForm &form);
 

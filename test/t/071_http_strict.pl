@@ -72,6 +72,7 @@ my @refused = (
 	[ 'a method that is not a token', "G(T /health HTTP/1.1\r\nHost: x\r\n\r\n", 400, 'invalid_request' ],
 	[ 'two spaces after the method', "GET  /health HTTP/1.1\r\nHost: x\r\n\r\n", 400, 'invalid_request' ],
 	[ 'a space inside the target', "GET /q/acc ount?id=1 HTTP/1.1\r\nHost: x\r\nX-API-Key: $key\r\n\r\n", 400, 'invalid_request' ],
+	[ 'a fragment in the target', "GET /q/account?id=1#frag HTTP/1.1\r\nHost: x\r\nX-API-Key: $key\r\n\r\n", 400, 'invalid_request' ],
 	[ 'a target without its leading slash', "GET health HTTP/1.1\r\nHost: x\r\n\r\n", 400, 'invalid_request' ],
 	[ 'GET * (asterisk-form is OPTIONS only)', "GET * HTTP/1.1\r\nHost: x\r\n\r\n", 400, 'invalid_request' ],
 	[ "a '%' without two hex digits", "GET /q/account%zz?id=1 HTTP/1.1\r\nHost: x\r\nX-API-Key: $key\r\n\r\n", 400, 'invalid_request' ],

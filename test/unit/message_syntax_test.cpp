@@ -69,6 +69,7 @@ void targets()
     is(target("/q/a?id=\x01"), std::string("invalid_target"),
        "a raw control character in the query string");
     is(target("/q/a b"), std::string("invalid_target"), "a space in the target");
+    is(target("/q/a#frag"), std::string("invalid_target"), "a fragment in the target");
     is(target("/q/%zz"), std::string("invalid_target"), "'%' and no hex digits");
     is(target("/q/a?id=%4"), std::string("invalid_target"), "'%' and one hex digit at the end");
     is(target("/q/a%"), std::string("invalid_target"), "'%' at the end");
