@@ -51,6 +51,7 @@ struct HttpServer::RequestState {
     // place (message_syntax::HeadLayout). Null when the request line was not seen here.
     const char *target = nullptr;
     std::size_t target_size = 0;
+    bool target_query = false; // it had a '?' then
     message_syntax::TargetForm form = message_syntax::TargetForm::other;
     bool started = false;       // the first access callback ran
     bool too_many_args = false; // the query string was cut (cut_query_string)
@@ -363,7 +364,7 @@ struct HttpServer::Callbacks {
         // memory for the request's state): else the head is not taken on trust.
         const bool target_seen = state.target != nullptr && state.target == url;
         message_syntax::HeadLayout layout(method, target_seen ? url : nullptr, state.target_size,
-                                          version,
+                                          state.target_query, version,
                                           size != nullptr ? method + size->header_size : nullptr);
         CollectedHead head{req, layout};
         MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_header, &head);
@@ -405,6 +406,8 @@ struct HttpServer::Callbacks {
             // end its decoded path) and before a long query string is cut.
             state->target = uri;
             state->target_size = uri != nullptr ? std::strlen(uri) : 0;
+            state->target_query =
+                uri != nullptr && std::memchr(uri, '?', state->target_size) != nullptr;
             state->request.malformed = message_syntax::target(
                 std::string_view(uri != nullptr ? uri : "", state->target_size), state->form);
             state->too_many_args = cut_query_string(uri);

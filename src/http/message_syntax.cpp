@@ -258,7 +258,7 @@ bool zeros(const char *from, const char *to)
 } // namespace
 
 HeadLayout::HeadLayout(const char *method, const char *target, std::size_t target_size,
-                       const char *version, const char *end)
+                       bool target_query, const char *version, const char *end)
     : end_(end), next_(end)
 {
     if (method == nullptr || target == nullptr || version == nullptr || end == nullptr ||
@@ -274,8 +274,7 @@ HeadLayout::HeadLayout(const char *method, const char *target, std::size_t targe
     }
     // "target SP version": a target that ends before the span does was cut at a NUL.
     if (at(target) + target_size + 1 != at(version)) {
-        const bool query = std::memchr(target, '?', target_size) != nullptr;
-        fail(query ? invalid_target : control_in_path);
+        fail(target_query ? invalid_target : control_in_path);
         return;
     }
     const std::size_t version_size = std::strlen(version);

@@ -63,9 +63,10 @@ std::string_view origin_path(std::string_view path);
 class HeadLayout {
   public:
     // `target_size`: the target's length as the URI log callback saw it (strlen), before
-    // libmicrohttpd cut it at '?' and decoded it in place.
-    HeadLayout(const char *method, const char *target, std::size_t target_size, const char *version,
-               const char *end);
+    // libmicrohttpd cut it at '?' and decoded it in place; `target_query`: whether it then had a
+    // '?' (libmicrohttpd has since replaced it by a NUL).
+    HeadLayout(const char *method, const char *target, std::size_t target_size, bool target_query,
+               const char *version, const char *end);
     // The next field line, in the order received; false once a problem was found.
     bool field(const char *name, std::size_t name_size, const char *value, std::size_t value_size);
     // After the last field: the problem, or null.

@@ -29,6 +29,8 @@ struct Field {
 
 struct Laid {
     std::size_t method = 0, target = 0, target_size = 0, version = 0, end = 0;
+    bool target_query = false;
+    std::string target_text; // as the URI log callback saw it
     std::vector<Field> fields;
     std::string version_text;
 };
@@ -97,6 +99,12 @@ bool lay_out(char *b, std::size_t n, Laid &out)
     out.method = static_cast<std::size_t>(line - b);
     out.target = static_cast<std::size_t>(t - b);
     out.target_size = std::strlen(t);
+    out.target_text.assign(t, out.target_size);
+    // libmicrohttpd then ends the path at '?'.
+    if (char *q = static_cast<char *>(std::memchr(t, '?', out.target_size))) {
+        out.target_query = true;
+        *q = '\0';
+    }
     out.version = static_cast<std::size_t>(version - b);
     out.version_text.assign(version, 8);
     for (std::size_t i = 1; i + 1 < lines.size(); i++) {
@@ -132,7 +140,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const std::string_view raw(reinterpret_cast<const char *>(data), size);
 
     message_syntax::HeadLayout layout(b + laid.method, b + laid.target, laid.target_size,
-                                      b + laid.version, b + laid.end);
+                                      laid.target_query, b + laid.version, b + laid.end);
     HttpRequest request;
     request.method = b + laid.method;
     request.path.assign(b + laid.target);
@@ -153,8 +161,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(!clean || laid_out == nullptr);
 
     message_syntax::TargetForm form;
-    const message_syntax::Problem *target =
-        message_syntax::target(std::string_view(b + laid.target, laid.target_size), form);
+    const message_syntax::Problem *target = message_syntax::target(laid.target_text, form);
     const message_syntax::Problem *parsed =
         message_syntax::request(request, form, laid.version_text);
     if (laid_out == nullptr && target == nullptr && parsed == nullptr) {
