@@ -18,6 +18,9 @@ namespace error_code {
 // The request itself (HTTP side).
 inline constexpr ErrorCode invalid_body{400, "invalid_body"};
 inline constexpr ErrorCode invalid_paging{400, "invalid_paging"};
+// A path with a control character, raw or percent-encoded (%00-%1F, %7F): no path or query name
+// has one, and a name is never cut at one (http/message_syntax.hpp).
+inline constexpr ErrorCode invalid_path{400, "invalid_path"};
 // ?stream= that is neither true nor false, or a stream with paging, or of a call that writes.
 inline constexpr ErrorCode invalid_stream{400, "invalid_stream"};
 // ?timeout= or the body's "timeout" is not a number of seconds from 0.001 up.
@@ -33,8 +36,10 @@ inline constexpr ErrorCode not_acceptable{406, "not_acceptable"};
 inline constexpr ErrorCode payload_too_large{413, "payload_too_large"};
 inline constexpr ErrorCode uri_too_long{414, "uri_too_long"};
 inline constexpr ErrorCode header_too_large{431, "header_too_large"};
-// A request libmicrohttpd refused before it reached us (malformed, an HTTP version it does not
-// speak); the status is the one it chose.
+// A request that is not HTTP/1.1 as RFC 9112 writes it: refused by libmicrohttpd before it reached
+// us (malformed, an HTTP version it does not speak; the status is the one it chose), or by our
+// checks of its head and framing (http/message_syntax.hpp, http/framing.hpp: 400, or 501 for a
+// transfer coding other than chunked).
 inline constexpr const char *invalid_request = "invalid_request";
 
 // Who is calling and what they may call.
@@ -145,7 +150,8 @@ inline constexpr ErrorCode all[] = {invalid_body,
                                     events_not_granted,
                                     too_many_streams,
                                     streams_full,
-                                    read_only_replica};
+                                    read_only_replica,
+                                    invalid_path};
 
 } // namespace error_code
 

@@ -80,6 +80,16 @@ void RequestHandler::handle_events(const HttpRequest &request, HttpResponse &res
     }
     logged.key = audience.key;
     logged.policy = audience.policy;
+    // HEAD: the head a GET would have, and no stream (RFC 9110 9.3.2: no body, ever; the server
+    // would not send it either). It takes no place among the streams.
+    if (request.method == "HEAD") {
+        response.status = 200;
+        response.content_type = "text/event-stream";
+        response.add_header("X-Accel-Buffering", "no");
+        add_limit_headers(response, limits);
+        response.length_unknown = true;
+        return;
+    }
     const std::uint64_t newest = ring->last.load(std::memory_order_acquire);
     std::uint64_t from = newest;
     if (last_event_id(request, from))

@@ -7,6 +7,7 @@
 #include "http/http_server.hpp"
 #include "common/api_error.hpp"
 #include "http/framing.hpp"
+#include "http/message_syntax.hpp"
 #include "http/own_answers.hpp"
 
 #include <microhttpd.h>
@@ -45,6 +46,13 @@ HttpServer::ConnectionState *connection_state(MHD_Connection *conn)
 // Per-request state between libmicrohttpd callbacks, made when the request line arrives.
 struct HttpServer::RequestState {
     HttpRequest request;
+    // The request-target as libmicrohttpd gave it to the URI log callback, and its length then:
+    // the pointer is the access callback's url, whose bytes libmicrohttpd then cut and decoded in
+    // place (message_syntax::HeadLayout). Null when the request line was not seen here.
+    const char *target = nullptr;
+    std::size_t target_size = 0;
+    bool target_query = false; // it had a '?' then
+    message_syntax::TargetForm form = message_syntax::TargetForm::other;
     bool started = false;       // the first access callback ran
     bool too_many_args = false; // the query string was cut (cut_query_string)
     bool too_large = false;
@@ -114,22 +122,54 @@ bool cut_query_string(const char *uri)
     return static_cast<std::size_t>(c - (query + 1)) > max_query_string ? cut() : false;
 }
 
+// The two iterations below are called from inside libmicrohttpd (MHD_get_connection_values_n),
+// whose C frames an exception may not unwind through: when memory runs out they stop the
+// iteration and say so, and the caller throws once libmicrohttpd has returned.
+struct CollectedArgs {
+    HttpRequest &request;
+    bool out_of_memory = false;
+};
+
 MHD_Result collect_arg(void *cls, enum MHD_ValueKind, const char *key, size_t key_size,
                        const char *value, size_t value_size)
 {
-    auto *req = static_cast<HttpRequest *>(cls);
-    req->args.emplace_back(std::string(key, key_size),
-                           value ? std::string(value, value_size) : std::string());
-    return MHD_YES;
+    auto *args = static_cast<CollectedArgs *>(cls);
+    try {
+        args->request.args.emplace_back(std::string(key, key_size),
+                                        value ? std::string(value, value_size) : std::string());
+        return MHD_YES;
+    } catch (...) {
+        args->out_of_memory = true;
+        return MHD_NO;
+    }
 }
+
+// The field lines, in order: each is checked where libmicrohttpd left it (HeadLayout), and kept
+// with its name lower-cased and its value without the whitespace around it (RFC 9112 5: it is
+// not part of the value; libmicrohttpd 0.9.75 drops only what precedes it).
+struct CollectedHead {
+    HttpRequest &request;
+    message_syntax::HeadLayout &layout;
+    bool out_of_memory = false;
+};
 
 MHD_Result collect_header(void *cls, enum MHD_ValueKind, const char *key, size_t key_size,
                           const char *value, size_t value_size)
 {
-    auto *req = static_cast<HttpRequest *>(cls);
-    req->headers.emplace_back(lowercase(key, key_size),
-                              value ? std::string(value, value_size) : std::string());
-    return MHD_YES;
+    auto *head = static_cast<CollectedHead *>(cls);
+    head->layout.field(key, key_size, value, value_size);
+    if (value == nullptr)
+        value_size = 0;
+    while (value_size > 0 && (value[value_size - 1] == ' ' || value[value_size - 1] == '\t'))
+        value_size--;
+    try {
+        head->request.headers.emplace_back(lowercase(key, key_size),
+                                           value ? std::string(value, value_size) : std::string());
+        return MHD_YES;
+    } catch (...) {
+        head->out_of_memory = true;
+        return MHD_NO;
+    }
 }
 
 std::string client_address(MHD_Connection *conn)
@@ -151,6 +191,13 @@ std::string client_address(MHD_Connection *conn)
 } // namespace
 
 struct HttpServer::Callbacks {
+    // The body of an answer that has none (HttpResponse::length_unknown): never asked for, as
+    // libmicrohttpd sends no body to a HEAD.
+    static ssize_t no_body(void *, uint64_t, char *, size_t)
+    {
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+
     // Queues an answer; the connection closes after it when the worker stops (libmicrohttpd
     // reads the header). An answer in a file (an export) is sent from the file, which
     // libmicrohttpd closes once done. A small answer from a buffer is kept as the server's last
@@ -160,7 +207,19 @@ struct HttpServer::Callbacks {
         self->let_go_last_answer();
         const bool from_file = resp.file.present();
         MHD_Response *r = nullptr;
-        if (from_file) {
+        if (resp.length_unknown) {
+            // A HEAD of what a GET sends as it is made: a head with neither Content-Length (its
+            // body is not empty, only unsent) nor Transfer-Encoding. libmicrohttpd 0.9.75 ends a
+            // chunked answer with its last chunk ("0\r\n\r\n") even to a HEAD, which the next
+            // answer on the connection would be read after; an answer of unknown length that is
+            // not chunked (HTTP/1.0's way) has no such end, and its connection closes after it.
+            r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, &no_body, nullptr, nullptr);
+            if (r != nullptr && MHD_set_response_options(r, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT,
+                                                         MHD_RO_END) != MHD_YES) {
+                MHD_destroy_response(r);
+                r = nullptr;
+            }
+        } else if (from_file) {
             const std::uint64_t size = resp.file.size();
             const int fd = resp.file.release();
             r = MHD_create_response_from_fd64(size, fd);
@@ -177,7 +236,7 @@ struct HttpServer::Callbacks {
             MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         const bool queued =
             own_answers::queue_ours(conn, static_cast<unsigned int>(resp.status), r);
-        if (queued && !from_file && resp.body.size() <= last_answer_most)
+        if (queued && !from_file && !resp.length_unknown && resp.body.size() <= last_answer_most)
             self->last_answer_ = r; // our reference, given up by the next send or at the end
         else
             MHD_destroy_response(r);
@@ -185,7 +244,7 @@ struct HttpServer::Callbacks {
     }
 
     static MHD_Result access(void *cls, MHD_Connection *conn, const char *url, const char *method,
-                             const char *, const char *upload_data, size_t *upload_data_size,
+                             const char *version, const char *upload_data, size_t *upload_data_size,
                              void **con_cls)
     {
         auto *self = static_cast<HttpServer *>(cls);
@@ -206,17 +265,23 @@ struct HttpServer::Callbacks {
                     req.client_address = client_address(conn);
                     return MHD_YES;
                 }
-                MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &req);
-                MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_header, &req);
+                CollectedArgs args{req};
+                MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+                if (args.out_of_memory)
+                    throw std::bad_alloc();
+                check_head(conn, url, method, version, *state);
                 req.client_address = client_address(conn);
                 if (const MHD_ConnectionInfo *fd =
                         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD))
                     req.socket_fd = fd->connect_fd;
-                // A framing libmicrohttpd would read otherwise than a proxy (framing.hpp):
-                // refused now, before the body; an answer queued on this first call closes the
+                // A head that is not HTTP as RFC 9112 writes it (message_syntax.hpp), or a
+                // framing libmicrohttpd would read otherwise than a proxy (framing.hpp): refused
+                // now, before the body; an answer queued on this first call closes the
                 // connection after it.
                 // A request that arrives while the worker stops is refused the same way.
-                const int status = self->stopping() ? 503 : framing::refusal(req);
+                const int status = self->stopping()           ? 503
+                                   : req.malformed != nullptr ? 400
+                                                              : framing::refusal(req);
                 if (status != 0) {
                     self->request_arrived(conn);
                     HttpResponse resp;
@@ -263,6 +328,13 @@ struct HttpServer::Callbacks {
                 self->later_.push_back(Later{resp.later, conn, state});
                 return MHD_YES;
             }
+            if (resp.stream && state->request.method == "HEAD") {
+                // A HEAD never has a body (RFC 9110 9.3.2): the stream is not started, and its
+                // head goes alone.
+                resp.stream->closed();
+                resp.stream.reset();
+                resp.length_unknown = true;
+            }
             if (resp.stream)
                 return self->send_stream(conn, resp) ? MHD_YES : MHD_NO;
             if (self->hold(conn, state, resp))
@@ -274,6 +346,36 @@ struct HttpServer::Callbacks {
         } catch (...) {
             return internal_error(self, state, conn);
         }
+    }
+
+    // The checks of the request's head (message_syntax.hpp), on the first access callback, where
+    // libmicrohttpd has parsed the head and read nothing of the body: the form and characters of
+    // the target (seen whole by request_line), where each line lies in libmicrohttpd's read
+    // buffer, then the method, the field lines and Host as parsed. Collects the field lines into
+    // the request; the first problem found goes in its `malformed`. Its path becomes the path of
+    // an absolute-form target.
+    static void check_head(MHD_Connection *conn, const char *url, const char *method,
+                           const char *version, HttpServer::RequestState &state)
+    {
+        HttpRequest &req = state.request;
+        const MHD_ConnectionInfo *size =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+        // Only when the URI log callback saw this very target (it always does, unless it had no
+        // memory for the request's state): else the head is not taken on trust.
+        const bool target_seen = state.target != nullptr && state.target == url;
+        message_syntax::HeadLayout layout(method, target_seen ? url : nullptr, state.target_size,
+                                          state.target_query, version,
+                                          size != nullptr ? method + size->header_size : nullptr);
+        CollectedHead head{req, layout};
+        MHD_get_connection_values_n(conn, MHD_HEADER_KIND, collect_header, &head);
+        if (head.out_of_memory)
+            throw std::bad_alloc();
+        if (req.malformed == nullptr)
+            req.malformed = layout.finish();
+        if (req.malformed == nullptr)
+            req.malformed = message_syntax::request(req, state.form, version);
+        if (req.malformed == nullptr && state.form == message_syntax::TargetForm::absolute)
+            req.path = std::string(message_syntax::origin_path(req.path));
     }
 
     // A request whose handling threw: the documented 500 with a request id, made in a try of its
@@ -300,6 +402,14 @@ struct HttpServer::Callbacks {
                 c->deadline, ConnectionDeadlines::Clock::now());
         try {
             auto *state = new HttpServer::RequestState();
+            // Seen as sent, before libmicrohttpd splits it at '?' and decodes it (a %00 would
+            // end its decoded path) and before a long query string is cut.
+            state->target = uri;
+            state->target_size = uri != nullptr ? std::strlen(uri) : 0;
+            state->target_query =
+                uri != nullptr && std::memchr(uri, '?', state->target_size) != nullptr;
+            state->request.malformed = message_syntax::target(
+                std::string_view(uri != nullptr ? uri : "", state->target_size), state->form);
             state->too_many_args = cut_query_string(uri);
             return state;
         } catch (...) {
@@ -441,7 +551,15 @@ HttpServer::HttpServer(int listen_fd, Handler handler, Refusal refusal, const Tl
         // The worker ignores SIGPIPE (http_worker.cpp), so libmicrohttpd may send an export's
         // file with sendfile, which has no MSG_NOSIGNAL: without this it reads the file 4 kB at a
         // time and sends each piece (97 MB took 0.25 s instead of a few hundredths).
-        MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, MHD_OPTION_ARRAY, tls ? tls_options : no_options,
+        MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
+        // How strictly libmicrohttpd reads a request, stated rather than left to its default: 0.
+        // In 0.9.75, 1 refuses an HTTP/1.1 request without Host (400, as RFC 9112 3.2 says) but
+        // closes one with a space in its target without any answer, and -1 ("as tolerant as
+        // possible") refuses whitespace before a field's colon and nothing more. Neither does the
+        // rest (two Host lines, a NUL, a folded line, ...): message_syntax.hpp checks all of it
+        // right after libmicrohttpd has parsed the head, before the body, with a stable code and a
+        // sentence for each (docs/http-conformance.md).
+        MHD_OPTION_STRICT_FOR_CLIENT, 0, MHD_OPTION_ARRAY, tls ? tls_options : no_options,
         MHD_OPTION_END);
     if (daemon_ == nullptr)
         start_error_ = tls != nullptr ? "libmicrohttpd could not start with TLS (is the key the "

@@ -29,6 +29,14 @@ struct HttpRequest {
     std::string client_address;
     int socket_fd = -1; // the connection's socket, watched while its call runs (-1: none)
 
+    // Why the request is not HTTP as RFC 9112 writes it (src/http/message_syntax.hpp), when the
+    // server found it so: it is refused with 400, this code and this sentence. Null otherwise.
+    struct Malformed {
+        const char *code;
+        const char *message;
+    };
+    const Malformed *malformed = nullptr;
+
     // The first header of that (lower-case) name, or nullptr.
     const std::string *header(const char *lower_name) const;
     // Every line of that name joined with ", " in order, false when there is none: several lines
@@ -90,7 +98,12 @@ struct HttpResponse {
     // An export: the body is this file, sent from it; `body` is then empty.
     FileBody file;
     // A body made as it is sent (content_type and headers are the answer's; `body` is unused).
+    // Never for a HEAD: the server answers it as length_unknown, without starting the stream.
     std::shared_ptr<StreamBody> stream;
+    // The answer to a HEAD of what a GET sends as it is made (a stream): its head says no length
+    // (a Content-Length: 0 would say the GET's body is empty), and its connection closes after it
+    // (http_server.cpp says why). Only for a HEAD; `body` is unused.
+    bool length_unknown = false;
     // Called once when the answer is done with, however it ends (sent, or the connection gone):
     // what an export holds (its place among querygate.max_exports) is given back.
     std::function<void()> on_done;

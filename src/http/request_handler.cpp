@@ -351,6 +351,9 @@ void RequestHandler::refuse(const HttpRequest &request, int status, HttpResponse
     else if (status >= 500)
         e = api_errors::make(ErrorCode{status, error_code::internal_error.code},
                              "the request could not be processed");
+    else if (status == 400 && request.malformed != nullptr) // message_syntax.hpp
+        e = api_errors::make(ErrorCode{status, request.malformed->code},
+                             request.malformed->message);
     else
         e = api_errors::make(ErrorCode{status, error_code::invalid_request},
                              "the request is not well-formed HTTP");
@@ -520,6 +523,17 @@ void RequestHandler::route(const HttpRequest &request, HttpResponse &response,
                            const std::string &id, Logged &logged)
 {
     const std::string &path = request.path;
+    // The server refuses these before they get here (message_syntax.hpp), where it still sees a
+    // %00 that its decoded path would end at; a path given any other way is held to the same.
+    for (char c : path)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+            write_error(response,
+                        api_errors::make(error_code::invalid_path,
+                                         "the path holds a control character: no path or "
+                                         "query name has one"),
+                        id);
+            return;
+        }
     if (is_probe(path)) {
         if (request.method != "GET" && request.method != "HEAD") {
             ApiError e = api_errors::make(error_code::method_not_allowed, "use GET on " + path);

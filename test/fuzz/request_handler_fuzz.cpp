@@ -14,8 +14,10 @@
 // "errors"; X-Request-Id is there once, is the caller's when that one is valid, and no response
 // header holds CR, LF or NUL; 405 has Allow, 401 WWW-Authenticate, 429 Retry-After and the
 // RateLimit headers (the fake refuses /q/limited and every third call without credentials); the
-// runner is called only for GET or POST /q/{name} with a credential, with paging inside its limits,
-// and its page is answered with X-Page, X-Page-Size and X-Has-More. One known finding is tolerated
+// runner is called only for GET or POST /q/{name} (a path without a control character) with a
+// credential, with paging inside its limits, and its page is answered with X-Page, X-Page-Size and
+// X-Has-More; GET /events opens a stream, HEAD /events answers a head of unknown length and opens
+// none (and nothing else is of unknown length). One known finding is tolerated
 // (below). The access log is on (querygate.log_requests and its format from the mode byte): every
 // line is one line (no CR, LF or NUL), and a JSON one is an object whose "status" is the answer's.
 #include "http/answer_encoding.hpp"
@@ -83,6 +85,15 @@ const json_body::Value *member(const json_body::Value &v, const char *name)
         if (m.first == name)
             return &m.second;
     return nullptr;
+}
+
+// A path with a control character is 400 invalid_path, never a call (http/message_syntax.hpp).
+bool has_control(const std::string &path)
+{
+    for (char c : path)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            return true;
+    return false;
 }
 
 bool whole_number_in(const std::string &text, long lo, long hi)
@@ -227,8 +238,11 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
     if (!refused && request.path == "/mcp" && check_mcp(request, response, calls_before))
         return;
     // An event stream: its body is the stream's (read in LLVMFuzzerTestOneInput).
+    // A HEAD of it: the head alone, no stream, no length.
     if (!refused && request.path == "/events" && response.status == 200) {
         FUZZ_CHECK(response.content_type == "text/event-stream" && response.body.empty());
+        FUZZ_CHECK(request.method == "HEAD" ? response.length_unknown && !response.stream
+                                            : !response.length_unknown && response.stream);
         return;
     }
     bool runner_called = fake_runner::calls != calls_before;
@@ -270,9 +284,11 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
     const std::string &path = request.path;
     bool query_path =
         path.size() > 3 && path.compare(0, 3, "/q/") == 0 && path.find('/', 3) == std::string::npos;
+    FUZZ_CHECK(!response.length_unknown); // only a HEAD of /events
     if (runner_called) {
         // A call of /q/{name}, or an MCP tools/call refused by the caller's key or limits.
         FUZZ_CHECK(!refused && (query_path || path == "/mcp"));
+        FUZZ_CHECK(!has_control(path));
         FUZZ_CHECK(request.method == "GET" || request.method == "POST");
         const CallRequest &call = fake_runner::last;
         FUZZ_CHECK(!query_path || call.query == path.substr(3));
@@ -455,7 +471,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     // nothing else, with its answer's status.
     const std::string &path = request.path;
     const bool call = !refused && path.size() > 3 && path.compare(0, 3, "/q/") == 0 &&
-                      path.find('/', 3) == std::string::npos &&
+                      path.find('/', 3) == std::string::npos && !has_control(path) &&
                       (request.method == "GET" || request.method == "POST");
     // (A record is also made while events are on: GET /events shows calls.) A tools/call of
     // POST /mcp may make one too.
@@ -466,7 +482,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(fake_runner::last_record_status == response.status);
     // GET /events: a stream exactly when it opened (200, text/event-stream), counted; its place
     // given back once its connection is gone.
-    const bool opened = !refused && request.path == "/events" && response.status == 200;
+    const bool opened =
+        !refused && request.path == "/events" && response.status == 200 && request.method != "HEAD";
     FUZZ_CHECK(static_cast<bool>(response.stream) == opened);
     if (opened) {
         FUZZ_CHECK(response.content_type == "text/event-stream");

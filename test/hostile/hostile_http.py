@@ -9,8 +9,11 @@ those are counted, never a garbage answer.
 
 Kinds of request: broken request lines, bad percent-encoding and invalid UTF-8 in paths and query
 strings, huge and repeated headers, conflicting Content-Length and Transfer-Encoding, pipelining,
-deep and wide JSON bodies, huge numbers, NUL bytes, bearer tokens with every field wrong, and
-valid calls among them, whose rows must be right.
+deep and wide JSON bodies, huge numbers, NUL bytes, bearer tokens with every field wrong, heads RFC
+9112 refuses (which must be 400 invalid_request or invalid_path: docs/http-conformance.md), HEAD on
+every path followed by another request on the connection (the HEAD's answer must have no body: the
+next answer follows its head at once, or it says Connection: close), and valid calls among them,
+whose rows must be right.
 
 Usage: hostile_http.py --port P --key SECRET --query NAME [--requests N] [--connections C]
                        [--seed S] [--stall-seconds T] [--codes src/common/api_error.hpp]
@@ -161,6 +164,40 @@ class Generator:
         ])
         return r, ("any",)
 
+    def strict(self):
+        """A head RFC 9112 refuses: 400 with invalid_request or invalid_path, whatever else."""
+        key = (b"X-API-Key", self.key)
+        body = json.dumps({"params": {"id": 1}}).encode()
+        r = self.rng.choice([
+            self.request(target=b"/q/" + self.query + b"%00evil?id=1"),
+            self.request(target=b"/q/" + self.query + b"\x00evil?id=1"),
+            self.request(target=b"/q/" + self.query + b"%0d%0aX:%20y?id=1"),
+            self.request(method=b"POST", headers=[(b"Host", b"x"), key, (b"Content-Length", b"%d" % len(body)),
+                                                  (b"Transfer-Encoding ", b"chunked")], body=body),
+            self.request(headers=[key]),
+            self.request(headers=[(b"Host", b"x"), (b"Host", b"y"), key]),
+            self.request(headers=[(b"Host", b"a b"), key]),
+            self.request(headers=[(b"Host", b"x"), key, (b"X-A", b"one\r\n two")]),
+            self.request(headers=[(b"Host", b"x"), (b"X-API-Key", self.key + b"\x00junk")]),
+            self.request(headers=[(b"Host", b"x"), key, (b"X-A", b"a\rb")]),
+            self.request(method=b"POST", version=b"HTTP/1.0", headers=[(b"Host", b"x"), key, (b"Transfer-Encoding", b"chunked")],
+                         body=b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)),
+            self.request(method=b"G(T"),
+            self.request(target=b"q/" + self.query + b"?id=1"),
+        ])
+        return r, ("refused", 400)
+
+    HEAD_PATHS = ["/health", "/live", "/ready", "/openapi.json", "/catalog", "/metrics", "/mcp", "/events",
+                  "/nowhere", None]
+
+    def head(self):
+        """HEAD of a path, then GET /health on the same connection."""
+        path = self.rng.choice(self.HEAD_PATHS)
+        target = path.encode() if path else b"/q/" + self.query + b"?id=1"
+        hs = [(b"Host", b"x")] + ([(b"X-API-Key", self.key)] if self.rng.random() < 0.5 else [])
+        return (self.request(method=b"HEAD", target=target, headers=hs)
+                + self.request(target=b"/health", headers=[(b"Host", b"x")])), ("head",)
+
     def tokens(self):
         header = self.rng.choice([
             {"alg": "none"}, {"alg": "HS256"}, {"alg": "RS256", "kid": "nope"}, {"alg": "HS256", "crit": ["x"]},
@@ -181,7 +218,7 @@ class Generator:
         return self.request(headers=hs), ("any",)
 
     KINDS = ["valid", "broken_request_line", "bad_encoding", "big_headers", "framing", "pipelined",
-             "json_body", "nul_bytes", "tokens"]
+             "json_body", "nul_bytes", "tokens", "strict", "head"]
 
     def next(self):
         kind = self.rng.choice(self.KINDS)
@@ -189,21 +226,21 @@ class Generator:
         return kind, data, expect
 
 
-def answers_complete(data, wanted):
+def answers_complete(data, wanted, heads=0):
     """Whether data holds `wanted` complete answers (any whole answer when wanted is 0)."""
     try:
-        n = len(parse_responses(data))
+        n = len(parse_responses(data, heads))
     except ValueError:
         return False
     return n >= max(wanted, 1)
 
 
-def read_all(sock, deadline, wanted=0):
+def read_all(sock, deadline, wanted=0, heads=0):
     """Reads until the server closes, the deadline, or the wanted answers are complete (a server
     keeping a connection open after answering is within HTTP/1.1). Returns (data, closed)."""
     chunks = []
     while True:
-        if chunks and answers_complete(b"".join(chunks), wanted):
+        if chunks and answers_complete(b"".join(chunks), wanted, heads):
             return b"".join(chunks), True
         left = deadline - time.monotonic()
         if left <= 0:
@@ -220,8 +257,10 @@ def read_all(sock, deadline, wanted=0):
         chunks.append(data)
 
 
-def parse_responses(data):
-    """Splits data into (status, headers, body) answers; raises ValueError on anything else."""
+def parse_responses(data, heads=0):
+    """Splits data into (status, headers, body) answers; raises ValueError on anything else. The
+    first `heads` answers are to HEAD requests: a head alone, whatever its Content-Length says (and
+    it may have none)."""
     out = []
     pos = 0
     while pos < len(data):
@@ -239,6 +278,10 @@ def parse_responses(data):
                 raise ValueError("a malformed header line: %r" % line[:200])
             name, value = line.split(":", 1)
             headers.setdefault(name.strip().lower(), value.strip())
+        if len(out) < heads:
+            out.append((int(m.group(1)), headers, None))
+            pos = end + 4
+            continue
         length = headers.get("content-length")
         if length is None or not length.isdigit():
             raise ValueError("no Content-Length: %r" % head[:300])
@@ -255,7 +298,9 @@ def check_answer(status, headers, body, codes):
     if status < 400:
         return None
     if not headers.get("content-type", "").startswith("application/json"):
-        return "status %d without a JSON body: %r" % (status, body[:200])
+        return "status %d without a JSON body: %r" % (status, (body or b"")[:200])
+    if body is None:
+        return None  # the answer to a HEAD: its head says JSON, and it has no body
     try:
         j = json.loads(body)
     except ValueError:
@@ -308,8 +353,9 @@ def one(data, expect, port, codes, stats, problems):
             sock.shutdown(socket.SHUT_WR)
         except OSError:
             pass  # the server answered (and closed) before reading everything
-        wanted = expect[1] if expect[0] == "pipelined" else 1
-        got, closed = read_all(sock, time.monotonic() + STALL_SECONDS, wanted)
+        wanted = expect[1] if expect[0] == "pipelined" else 2 if expect[0] == "head" else 1
+        heads = 1 if expect[0] == "head" else 0
+        got, closed = read_all(sock, time.monotonic() + STALL_SECONDS, wanted, heads)
     finally:
         sock.close()
     if not closed and not got:
@@ -322,12 +368,12 @@ def one(data, expect, port, codes, stats, problems):
         stats["kept_open"] += 1  # answered; keep-alive, the end of the stream not yet seen
     if not got:
         stats["dropped"] += 1
-        if expect[0] in ("valid", "pipelined"):
+        if expect[0] in ("valid", "pipelined", "refused", "head"):
             stats["bad"] += 1
-            problems.append("no answer to a valid request")
+            problems.append("no answer to a complete request (%r)" % (data[:120],))
         return
     try:
-        answers = parse_responses(got)
+        answers = parse_responses(got, 1 if expect[0] == "head" else 0)
     except ValueError as e:
         stats["bad"] += 1
         problems.append("%s (request %r)" % (e, data[:120]))
@@ -349,6 +395,27 @@ def one(data, expect, port, codes, stats, problems):
         stats["valid_ok" if ok else "bad"] += 1
         if not ok:
             problems.append("pipelined calls answered %d of %d" % (len(answers), expect[1]))
+    elif expect[0] == "refused":
+        code = None
+        if answers and answers[0][2]:
+            try:
+                code = json.loads(answers[0][2]).get("code")
+            except ValueError:
+                pass
+        if not (answers[0][0] == expect[1] and code in ("invalid_request", "invalid_path")):
+            stats["bad"] += 1
+            problems.append("refused with %d %r, not %d invalid_request or invalid_path (request %r)"
+                            % (answers[0][0], code, expect[1], data[:120]))
+    elif expect[0] == "head":
+        # The GET after the HEAD is answered right after its head; or the head says the connection
+        # closes, and nothing follows it.
+        closing = answers[0][1].get("connection", "").lower() == "close"
+        ok = ((len(answers) == 2 and answers[1][0] == 200 and b'"status":"ok"' in answers[1][2])
+              or (len(answers) == 1 and closing and closed))
+        if not ok:
+            stats["bad"] += 1
+            problems.append("HEAD then GET /health answered %r (request %r)"
+                            % ([a[0] for a in answers], data[:120]))
 
 
 def main():

@@ -1,10 +1,11 @@
 # Hostile HTTP against a live server (test/hostile/hostile_http.py): broken request lines, bad
 # percent-encoding and UTF-8, huge and repeated headers, conflicting Content-Length and
 # Transfer-Encoding, pipelining, deep and wide JSON, huge numbers, NUL bytes, bearer tokens with
-# every field wrong, and valid calls among them, from several connections at once. Pass: every
-# answer is well-formed HTTP with the documented JSON on errors, every valid call gets its row, no
-# worker restarts, and the server log shows no crash. HOSTILE_REQUESTS sets how many (5000 here;
-# the long run in the README sends a million).
+# every field wrong, heads RFC 9112 refuses (400 invalid_request or invalid_path), HEAD on every
+# path followed by another request (no body after the head), and valid calls among them, from
+# several connections at once. Pass: every answer is well-formed HTTP with the documented JSON on
+# errors, every valid call gets its row, no worker restarts, and the server log shows no crash.
+# HOSTILE_REQUESTS sets how many (5000 here; the long run in the README sends a million).
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -38,11 +39,14 @@ my $elapsed = time() - $started;
 note($out // '');
 diag($err) if length($err // '');
 like($out // '', qr/^sent $requests, /m, "all $requests were sent");
-for my $kind (qw(valid broken_request_line bad_encoding big_headers framing pipelined json_body nul_bytes tokens))
+for my $kind (qw(valid broken_request_line bad_encoding big_headers framing pipelined json_body nul_bytes tokens strict head))
 {
 	my ($sent, $bad) = ($out // '') =~ /^kind $kind: sent (\d+), unexpected (\d+)$/m;
 	ok(defined $sent && $sent > 0 && $bad == 0,
-		"$kind: every answer well-formed HTTP, JSON on errors" . ($kind =~ /valid|pipelined/ ? ', rows right' : ''))
+		"$kind: every answer well-formed HTTP, JSON on errors"
+		  . ($kind =~ /valid|pipelined/ ? ', rows right' : '')
+		  . ($kind eq 'strict' ? ', 400 invalid_request or invalid_path' : '')
+		  . ($kind eq 'head' ? ', no body after a HEAD\'s head' : ''))
 	  or diag("kind $kind: sent " . ($sent // '?') . ', unexpected ' . ($bad // '?'));
 }
 is_deeply($qg->worker_pids, $pids, 'no worker restarted');
