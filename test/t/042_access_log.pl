@@ -68,14 +68,15 @@ is("$w->{status} $w->{content}", '200 {"rows_affected":1}', 'a write');
 like($line, qr/^querygate request: status=200 .*method=POST path=\/q\/al_bump query=al_bump key=al_key policy=al_policy/,
 	'logged with its key when its helper answered');
 
-# A path made to forge a field and end the line.
+# A path made to forge a field and end the line: refused (a control character in a path,
+# invalid_path), and logged all the same, its path a JSON string on the line.
 my $sock = $qg->connect_raw;
 syswrite($sock, "GET /q/al%0Aget%20key=admin HTTP/1.1\r\nHost: t\r\nConnection: close\r\nX-API-Key: $key\r\n\r\n");
 read_until_close($sock, timeouts(10));
 ($line) = new_lines(1, 'a path with a line feed and a forged field');
-like($line, qr/path="\/q\/al\\nget key=admin" query="al\\nget key=admin"/, 'written as JSON strings, on one line');
+like($line, qr/status=400 .*path="\/q\/al\\nget key=admin" code=invalid_path/, 'written as a JSON string, on one line');
 (my $bare = $line) =~ s/"(?:[^"\\]|\\.)*"/""/g; # the JSON strings emptied: the fields left
-is(join(',', $bare =~ /(?:^| )key=(\S+)/g), 'al_key', 'forging no key field: the one key is the caller\'s');
+is(join(',', $bare =~ /(?:^| )key=(\S+)/g), '', 'forging no key field: none is there (no key was read)');
 
 # errors: the 200 is not logged, the 400 is.
 # The same keep-alive connection, so the same worker, for each poll and the checks after it.

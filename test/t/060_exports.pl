@@ -6,6 +6,8 @@
 # back when the file is sent or its caller hangs up; querygate.max_export_size bounds the file;
 # paging, a write or a bad value of stream is 400 invalid_stream; the history counts the rows and
 # the file's bytes.
+# Runs alone: its slow reader and the worker's peak memory are measured while it runs, and a
+# suite beside it changes both.
 use strict;
 use warnings;
 use IO::Select;
