@@ -78,7 +78,7 @@ ok(QuerygateTest::poll_until(sub { worker_sum('connections_refused') - $refused_
 # Across both workers: the address's connections are spread over them and counted together.
 my $r2;
 {
-	my $h = IPC::Run::start([ 'python3', $script, '--port', $qg->port, '--count', 1000, '--hold', 4,
+	my $h = IPC::Run::start([ 'python3', $script, '--port', $qg->port, '--count', 1000, '--hold', 4 * $F,
 			'--probes', 0 ], '>', \my $out, '2>', \my $err);
 	ok(QuerygateTest::poll_until(sub { my $c = connections_of_workers(); my $s = 0; $s += $_ for split /,/, $c; $s >= 1000 }, 10),
 		'1,000 connections of one address are open');
