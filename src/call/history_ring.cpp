@@ -61,17 +61,29 @@ std::size_t positions_size(uint32 n)
 }
 
 // The records the rings held when the processes that used them ended, from what a positions file
-// held (0 for anything that is not one).
+// held (0 for anything that is not one). Read field by field: the copy is malloc's, not aligned as
+// Positions is.
 uint64 held_before(const surviving_memory::Before &before)
 {
-    if (before.bytes == nullptr || before.size < offsetof(Positions, rings))
-        return 0;
-    const Positions *p = reinterpret_cast<const Positions *>(before.bytes);
-    if (p->magic != positions_magic || p->nrings == 0 || before.size < positions_size(p->nrings))
+    const auto read = [&before](std::size_t at, auto &value) {
+        if (at + sizeof(value) > before.size)
+            return false;
+        std::memcpy(&value, before.bytes + at, sizeof(value));
+        return true;
+    };
+    uint64 magic = 0;
+    uint32 n = 0;
+    if (before.bytes == nullptr || !read(offsetof(Positions, magic), magic) ||
+        !read(offsetof(Positions, nrings), n) || magic != positions_magic || n == 0 ||
+        before.size < positions_size(n))
         return 0;
     uint64 held = 0;
-    for (uint32 i = 0; i < p->nrings; i++) {
-        const uint64 head = p->rings[i].head.value, tail = p->rings[i].tail.value;
+    for (uint32 i = 0; i < n; i++) {
+        const std::size_t ring = offsetof(Positions, rings) + sizeof(Ring) * i;
+        uint64 head = 0, tail = 0;
+        if (!read(ring + offsetof(Ring, head) + offsetof(pg_atomic_uint64, value), head) ||
+            !read(ring + offsetof(Ring, tail) + offsetof(pg_atomic_uint64, value), tail))
+            return held;
         if (head >= tail && head - tail <= static_cast<uint64>(INT32_MAX))
             held += head - tail;
     }
