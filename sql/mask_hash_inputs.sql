@@ -31,7 +31,7 @@ END $$;
 
 \i sql/include/explain_helpers.sql
 
-SELECT plan(36);
+SELECT plan(37);
 
 -- 1. A value the caller chooses, merged into a hashed output: by a set operation, VALUES, a CTE,
 -- a subquery, a write's RETURNING of what it wrote (one row or several).
@@ -92,6 +92,7 @@ SELECT is(pg_temp.refusal(q), 'none', 'served: ' || q)
     'INSERT INTO hi_people (id, ssn) SELECT id, ssn FROM hi_other RETURNING ssn',
     'INSERT INTO hi_people (id, name) VALUES (:id, :n) RETURNING ssn',
     'SELECT secret FROM hi_people UNION ALL SELECT :g::text',
+    'WITH RECURSIVE r(n, x) AS (SELECT 1, NULL::text UNION ALL SELECT n + 1, r::text FROM r WHERE n < 3) SELECT x FROM r',
     'SELECT t FROM hi_tagged t']) AS q;
 SELECT is(querygate.explain('p', 'q')->'columns'->0->>'mask', 'hash', 'a whole row with a hashed field is hashed');
 DO $$ BEGIN PERFORM querygate.save_query('q', 'SELECT secret FROM hi_people UNION ALL SELECT :g::text'); END $$;

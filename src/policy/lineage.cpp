@@ -448,6 +448,15 @@ void trace_row_fields(Level *level, int rtindex, ColumnSet *set)
         field.computing = set->computing;
         field.how = set->how;
         field.through = list_copy(set->through);
+        // What the enclosing trace is visiting is visited here too: a recursive query's whole
+        // row (`SELECT r::text FROM r` in r) ends its cycle as one column does.
+        if (set->nvisited > 0) {
+            field.visited =
+                static_cast<VisitKey *>(palloc(sizeof(VisitKey) * set->visited_capacity));
+            memcpy(field.visited, set->visited, sizeof(VisitKey) * set->nvisited);
+            field.nvisited = set->nvisited;
+            field.visited_capacity = set->visited_capacity;
+        }
         trace_rte_column(level, rtindex, static_cast<AttrNumber>(k), &field);
         add_columns(set, &field);
         set->params = bms_add_members(set->params, field.params);
