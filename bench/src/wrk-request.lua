@@ -1,8 +1,8 @@
 -- wrk script for the benchmark's closed-loop runs: a fresh random parameter on every request, and the
 -- summary as one JSON line.
 --   wrk ... -s wrk-request.lua http://127.0.0.1:PORT -- METHOD PATH BODY ['Name: value']...
--- PATH and BODY may hold {LO:HI}, replaced on every request by a random integer in [LO, HI];
--- BODY "" sends no body.
+-- PATH, BODY and header values may hold {LO:HI}, replaced on every request by a random integer in
+-- [LO, HI]; BODY "" sends no body.
 local nthreads = 0
 function setup(thread)
   nthreads = nthreads + 1
@@ -30,13 +30,14 @@ local function fill(c)
 end
 
 local method, path_t, body_t
+local header_t = {} -- headers whose values vary: name -> compiled value
 function init(args)
   method = args[1]
   path_t = compile(args[2])
   if args[3] ~= nil and args[3] ~= "" then body_t = compile(args[3]) end
   for i = 4, #args do
     local k, v = string.match(args[i], "^([^:]+):%s*(.*)$")
-    wrk.headers[k] = v
+    if string.find(v, "{%d+:%d+}") then header_t[k] = compile(v) else wrk.headers[k] = v end
   end
   math.randomseed(os.time() * 1000 + (tid or 0) * 7919)
 end
@@ -44,7 +45,13 @@ end
 function request()
   local body = nil
   if body_t then body = fill(body_t) end
-  return wrk.format(method, fill(path_t), nil, body)
+  local headers = nil
+  if next(header_t) ~= nil then
+    headers = {}
+    for k, v in pairs(wrk.headers) do headers[k] = v end
+    for k, c in pairs(header_t) do headers[k] = fill(c) end
+  end
+  return wrk.format(method, fill(path_t), headers, body)
 end
 
 function done(summary, latency, requests)

@@ -146,3 +146,22 @@ run_events::Who who_of(const Caller &caller)
     digest16(identity, who.caller);
     return who;
 }
+
+PoolShare pool_share_of(const Caller &caller)
+{
+    PoolShare share;
+    if (caller.policy == nullptr)
+        return share;
+    share.policy = caller.policy->name;
+    if (caller.key != nullptr) {
+        share.caller = "key:" + std::to_string(caller.key->id);
+    } else {
+        // Tokens of one subject are one caller; within its policy, as tokens of another policy
+        // are another grant.
+        const auto subject = caller.claims.scalars.find("sub");
+        share.caller = "jwt:";
+        add_part(share.caller, caller.policy->name);
+        add_part(share.caller, subject != caller.claims.scalars.end() ? subject->second : "");
+    }
+    return share;
+}

@@ -30,6 +30,8 @@ struct Caller {
 // scope is its policy and tenant; its identity adds its key, or a token's subject (all of a
 // policy's tokens without one, in one tenant, are one caller). Unknown for a caller not accepted.
 run_events::Who who_of(const Caller &caller);
+// Whose share of a worker's helpers an accepted caller's calls take (common/call.hpp).
+PoolShare pool_share_of(const Caller &caller);
 
 class Authenticator {
   public:

@@ -3,6 +3,7 @@
 
 #include "call/limit_table.hpp"
 #include "common/settings.hpp"
+#include "http/client_address.hpp"
 #include "pg/pg_guard.hpp"
 
 extern "C" {
@@ -11,6 +12,7 @@ extern "C" {
 #include "utils/builtins.h"
 }
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace {
@@ -73,13 +75,29 @@ ApiError charge_caller(const Caller &caller, LimitReport &report, LimitHold &hol
                               [&who](int64 &start, int64 &used) { load_quota(who, start, used); });
 }
 
+void charge_length(const Caller &caller, const LimitHold &hold, unsigned long long rows)
+{
+    const unsigned long long page =
+        static_cast<unsigned long long>(std::max(1, settings::max_page_size));
+    const unsigned long long pages = (rows + page - 1) / page;
+    if (pages <= 1 || !hold.held())
+        return;
+    const rate_limits::Limits limits =
+        caller.key != nullptr ? rate_limits::merge(caller.key->limits, caller.policy->limits)
+                              : caller.policy->limits;
+    limit_table::owe(hold, limits, unix_now_us(), static_cast<double>(pages - 1));
+}
+
 ApiError charge_address(const std::string &address, LimitReport &report)
 {
     if (settings::anonymous_rate <= 0)
         return ApiError();
+    // An IPv6 host has a whole network to call from: it is counted as that network.
+    const std::string counted =
+        client_address::counted_as(address, settings::anonymous_ipv6_prefix);
     limit_table::Subject who;
     who.kind = limit_table::Kind::address;
-    who.name = address;
+    who.name = counted.empty() ? address : counted;
     rate_limits::Limits limits;
     limits.rate_per_second = settings::anonymous_rate;
     limits.burst = settings::anonymous_burst;

@@ -6,13 +6,23 @@
 // write is not half done). The call then ends as 499 client_closed, in the history and the
 // statistics; nobody reads its answer.
 //
-// A call run by a write helper is not watched: the connection is the worker's, not the helper's.
+// A call run by a helper has no socket to look at: the connection is the worker's. The worker
+// looks at it instead and, when the caller is gone, stores the call's number in a word the
+// helper shares with it (worker/call_helpers.hpp); the helper's timeout looks at the word the same
+// way, and the call ends the same way.
 // PostgreSQL side.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 namespace client_watch {
 
-// From the start of a call to its end: the connection's socket (-1: nothing to watch).
+// In a helper, before each call: the worker's word, and the number that says this call's caller
+// is gone. A call started with no socket watches it.
+void watch_word(const std::atomic<std::uint64_t> *word, std::uint64_t value);
+// From the start of a call to its end: the connection's socket (-1: the word, if any, or nothing
+// to watch).
 void start(int fd);
 void stop();
 // The call was cancelled because its caller had gone (until the next start).

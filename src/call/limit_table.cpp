@@ -63,6 +63,7 @@ struct alignas(64) Slot {
     int64 used;          // calls counted in that period
     int64 written_start; // what the catalog was last given
     int64 written_used;
+    EntryKey key; // whose it is: an address slot's, to take it from its caller (make_address)
 };
 
 // The index: a caller's slot.
@@ -71,9 +72,14 @@ struct Entry {
     uint32 slot;
 };
 
+// The slots: first querygate.limit_entries for keys and policies, then querygate.address_entries
+// for addresses, so that no number of addresses can take a key's place.
 struct Shared {
     LWLock *lock;
-    uint32 nfree; // slots not in use, their numbers in free[0..nfree); under the lock, exclusively
+    // Under the lock, exclusively:
+    uint32 address_used; // address slots given out so far (the first ones, in order)
+    uint32 address_hand; // the address slot given out longest ago, taken next (make_address)
+    uint32 nfree;        // key slots not in use, their numbers in free[0..nfree)
     uint32 free[FLEXIBLE_ARRAY_MEMBER];
 };
 
@@ -142,6 +148,8 @@ void forget_idle(int64 now_us)
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, table);
     while (Entry *e = static_cast<Entry *>(hash_seq_search(&scan))) {
+        if (static_cast<int>(e->slot) >= settings::limit_entries)
+            continue; // an address's: that pool takes its slots back itself
         Slot &s = slots[e->slot];
         SpinLockAcquire(&s.mutex);
         // Judged under the rate and size it was last charged under: a full bucket is what a new
@@ -161,6 +169,63 @@ void forget_idle(int64 now_us)
     }
 }
 
+// Slot `index`, empty, for key. Under the lock, exclusively.
+Slot &make_slot(uint32 index, const EntryKey &key)
+{
+    Slot &s = slots[index];
+    // Under its spinlock, never made anew: a process may be checking its generation.
+    SpinLockAcquire(&s.mutex);
+    pg_atomic_write_u32(&s.in_flight, 0); // no call holds a free slot: nothing lowers it now
+    s.bucket = rate_limits::Bucket();
+    s.rate = 0;
+    s.capacity = 0;
+    s.quota_loaded = false;
+    s.period_start = s.used = s.written_start = s.written_used = 0;
+    s.key = key;
+    SpinLockRelease(&s.mutex);
+    return s;
+}
+
+// An address's slot, in constant time: a free one while any is left, else the one given out
+// longest ago (its address is forgotten: it starts again with a full bucket, as a new address
+// would). Never a scan: a flood of new addresses costs each request the same. A slot with a call
+// in flight is passed over (a call without credentials holds one only while it is refused or not),
+// a few at most. Under the lock, exclusively; nullptr when none could be taken.
+Slot *make_address(const EntryKey &key)
+{
+    const uint32 first = static_cast<uint32>(settings::limit_entries);
+    const uint32 n = static_cast<uint32>(settings::address_entries);
+    bool found = false;
+    Entry *e = static_cast<Entry *>(hash_search(table, &key, HASH_ENTER_NULL, &found));
+    if (e == nullptr)
+        return nullptr;
+    if (found)
+        return &slots[e->slot];
+    if (shared->address_used < n) {
+        e->slot = first + shared->address_used++;
+        return &make_slot(e->slot, key);
+    }
+    for (int tries = 0; tries < 8; tries++) {
+        const uint32 index = first + shared->address_hand;
+        shared->address_hand = (shared->address_hand + 1) % n;
+        Slot &old = slots[index];
+        // Judged under its spinlock, where a count of 0 stays 0 (Slot).
+        SpinLockAcquire(&old.mutex);
+        const bool idle = pg_atomic_read_u32(&old.in_flight) == 0;
+        if (idle)
+            old.generation++; // what a process remembers of it is out of date
+        const EntryKey forgotten = old.key;
+        SpinLockRelease(&old.mutex);
+        if (!idle)
+            continue;
+        (void)hash_search(table, &forgotten, HASH_REMOVE, nullptr);
+        e->slot = index;
+        return &make_slot(index, key);
+    }
+    (void)hash_search(table, &key, HASH_REMOVE, nullptr);
+    return nullptr;
+}
+
 // The slot for key, made (empty) if there is none. Under the lock, exclusively. nullptr when
 // every slot holds a caller that matters.
 Slot *find_or_make(const EntryKey &key, int64 now_us)
@@ -168,6 +233,8 @@ Slot *find_or_make(const EntryKey &key, int64 now_us)
     bool found = false;
     if (Entry *e = static_cast<Entry *>(hash_search(table, &key, HASH_FIND, nullptr)))
         return &slots[e->slot];
+    if (static_cast<Kind>(key.kind) == Kind::address)
+        return make_address(key);
     if (shared->nfree == 0)
         forget_idle(now_us);
     if (shared->nfree == 0)
@@ -178,17 +245,7 @@ Slot *find_or_make(const EntryKey &key, int64 now_us)
     if (found) // not after the search above, under the same lock; kept as it is if ever
         return &slots[e->slot];
     e->slot = shared->free[--shared->nfree];
-    Slot &s = slots[e->slot];
-    // Under its spinlock, never made anew: a process may be checking its generation.
-    SpinLockAcquire(&s.mutex);
-    pg_atomic_write_u32(&s.in_flight, 0); // no call holds a free slot: nothing lowers it now
-    s.bucket = rate_limits::Bucket();
-    s.rate = 0;
-    s.capacity = 0;
-    s.quota_loaded = false;
-    s.period_start = s.used = s.written_start = s.written_used = 0;
-    SpinLockRelease(&s.mutex);
-    return &s;
+    return &make_slot(e->slot, key);
 }
 
 void give_back_all(int, Datum)
@@ -334,17 +391,22 @@ Size head_size()
                     mul_size(sizeof(uint32), static_cast<Size>(settings::limit_entries)));
 }
 
+long all_entries()
+{
+    return static_cast<long>(settings::limit_entries) + settings::address_entries;
+}
+
 Size struct_size()
 {
     return add_size(add_size(head_size(), alignof(Slot)),
-                    mul_size(sizeof(Slot), static_cast<Size>(settings::limit_entries)));
+                    mul_size(sizeof(Slot), static_cast<Size>(all_entries())));
 }
 
 } // namespace
 
 std::size_t shmem_size()
 {
-    return add_size(struct_size(), hash_estimate_size(settings::limit_entries, sizeof(Entry)));
+    return add_size(struct_size(), hash_estimate_size(all_entries(), sizeof(Entry)));
 }
 
 void shmem_request()
@@ -362,9 +424,12 @@ void shmem_init()
     slots = reinterpret_cast<Slot *>(TYPEALIGN(alignof(Slot), base + head_size()));
     if (!found) {
         shared->lock = &GetNamedLWLockTranche(tranche)->lock;
+        shared->address_used = 0;
+        shared->address_hand = 0;
         shared->nfree = n;
-        for (uint32 i = 0; i < n; i++) {
+        for (uint32 i = 0; i < n; i++)
             shared->free[i] = n - 1 - i; // the first slots first
+        for (long i = 0; i < all_entries(); i++) {
             SpinLockInit(&slots[i].mutex);
             pg_atomic_init_u32(&slots[i].in_flight, 0);
             slots[i].generation = 0;
@@ -374,8 +439,8 @@ void shmem_init()
     std::memset(&info, 0, sizeof(info));
     info.keysize = sizeof(EntryKey);
     info.entrysize = sizeof(Entry);
-    table = ShmemInitHash("querygate limit counts", settings::limit_entries,
-                          settings::limit_entries, &info, HASH_ELEM | HASH_BLOBS);
+    table = ShmemInitHash("querygate limit counts", all_entries(), all_entries(), &info,
+                          HASH_ELEM | HASH_BLOBS);
     LWLockRelease(AddinShmemInitLock);
 }
 
@@ -447,6 +512,18 @@ ApiError admit(const Subject &who, const rate_limits::Limits &limits, int64 now_
     hold.entry = reinterpret_cast<uintptr_t>(s);
     held->push_back(hold.entry); // reserved above: cannot throw
     return ApiError();
+}
+
+void owe(const Hold &hold, const rate_limits::Limits &limits, int64 now_us, double calls) noexcept
+{
+    if (!hold.held() || table == nullptr || limits.rate_per_second <= 0 || calls <= 0)
+        return;
+    // A held slot keeps its caller (only a slot with nothing in flight is forgotten).
+    Slot &s = *reinterpret_cast<Slot *>(hold.entry);
+    SpinLockAcquire(&s.mutex);
+    rate_limits::owe(s.bucket, limits.rate_per_second, rate_limits::capacity(limits), now_us,
+                     calls);
+    SpinLockRelease(&s.mutex);
 }
 
 void release(Hold &hold) noexcept

@@ -5,11 +5,14 @@
 // name) or a client address (calls without valid credentials). A worker charges a caller it
 // charged lately under the entry's spinlock alone (limit_table.cpp says how it knows the entry is
 // still that caller's); other lookups take the table's lock shared and the entry's spinlock; only
-// a new entry takes the lock exclusively; a call that ends takes the entry's spinlock alone. The
-// table holds
-// querygate.limit_entries entries (a restart sizes it); when it is full, entries whose state is
-// as good as new (a full bucket, nothing in flight, no quota count that is not in the catalog) are
-// forgotten, and if none is, the call is refused (429 rate_limited) rather than counted nowhere.
+// a new entry takes the lock exclusively; a call that ends takes the entry's spinlock alone.
+//
+// Keys and policies, and addresses, have room of their own, so no number of addresses can take a
+// keyed caller's place. Keys and policies: querygate.limit_entries (a restart sizes it); when it is
+// full, entries whose state is as good as new (a full bucket, nothing in flight, no quota count
+// that is not in the catalog) are forgotten, and if none is, the call is refused (429
+// rate_limited) rather than counted nowhere. Addresses: querygate.address_entries; when it is
+// full, a new address takes the place of the address seen first longest ago, in constant time.
 //
 // Quota counts are loaded from querygate.quota_usage the first time a caller with a quota is seen
 // after a start, and written back by the writer process (worker/state_writer.hpp).
@@ -58,6 +61,10 @@ void shmem_init();    // from the shmem_startup hook
 // counted for limits that set nothing. May throw pg::PgError (from load).
 ApiError admit(const Subject &who, const rate_limits::Limits &limits, int64 now_us,
                LimitReport &report, Hold &hold, const LoadQuota &load);
+
+// The call under `hold` cost `calls` more than the one charged (an export, by its length): its
+// caller's bucket owes them (rate_limits::owe). Nothing when it holds nothing or has no rate.
+void owe(const Hold &hold, const rate_limits::Limits &limits, int64 now_us, double calls) noexcept;
 
 // The call under `hold` has ended: its caller's in-flight count goes down. Clears hold. Holds
 // this process has not given back when it exits are given back then.

@@ -49,7 +49,7 @@ class PlanCache {
     // unchanged).
     PlanEntry &plan_for(const CachedQuery &query, Oid role);
     // Whether the query as the role is a write by an entry that is still fresh: a worker then
-    // hands a call to a write helper without planning it (QueryRunner::run). Any transaction.
+    // hands a call to a helper without planning it (QueryRunner::run). Any transaction.
     bool known_write(const CachedQuery &query, Oid role) const;
     // The policy's decision about the entry's analysis, made once per catalog generation.
     const PolicyDecision &decision_for(PlanEntry &entry, const CachedPolicy &policy,

@@ -16,12 +16,15 @@
 #include "call/api_describer.hpp"
 #include "call/client_watch.hpp"
 #include "call/export_file.hpp"
+#include "call/export_slots.hpp"
 #include "call/stop_request.hpp"
 #include "call/limit_table.hpp"
 #include "call/history_ring.hpp"
 #include "call/event_ring.hpp"
 #include "call/history_values.hpp"
+#include "call/slow_queries.hpp"
 #include "call/stat_table.hpp"
+#include "call/worker_budget.hpp"
 
 #include "pg/pg_headers.hpp"
 extern "C" {
@@ -98,6 +101,7 @@ struct QueryRunner::State {
 
     CatalogCache cache;
     PlanCache plans;
+    SlowQueries slow; // the queries this worker hands to helpers before running them
     Authenticator authenticator;
     secret_file::Cached metrics_tokens; // querygate.metrics_token_file, read again at each reload
     GroupCommit &group_commit;          // the worker's
@@ -241,6 +245,7 @@ void QueryRunner::State::end_call()
     MemoryContextSwitchTo(call_context);
     pg::guard([&] {
         disable_timeout(STATEMENT_TIMEOUT, false);
+        worker_budget::stop();
         client_watch::stop();
         stop_request::call_ended();
         SPI_finish();
@@ -421,6 +426,7 @@ void QueryRunner::State::abort_call()
         pg::guard([] {
             // What PostgresMain does after an error: no timeout or cancel may outlive the call.
             disable_all_timeouts(false);
+            worker_budget::stop();
             client_watch::stop();
             stop_request::call_ended();
             QueryCancelPending = false;
@@ -728,6 +734,35 @@ void QueryRunner::give_stream(const std::string &subject)
     event_ring::give_stream(subject);
 }
 
+namespace {
+
+// A place for the caller's export among querygate.max_exports (call/export_slots.hpp): none (an
+// error) when every place is taken, or the caller's or its policy's share is.
+ApiError take_export(const Caller &caller, int &slot)
+{
+    export_slots::Refusal why = export_slots::Refusal::none;
+    slot = export_slots::take(pool_share_of(caller), settings::max_exports, why);
+    switch (why) {
+    case export_slots::Refusal::none:
+        return ApiError();
+    case export_slots::Refusal::caller_full:
+        return api_errors::make(error_code::too_many_exports,
+                                "this caller's exports hold its share of the server's export "
+                                "places (querygate.caller_share); retry when one has ended");
+    case export_slots::Refusal::policy_full:
+        return api_errors::make(error_code::too_many_exports,
+                                "exports of this caller's policy hold its share of the server's "
+                                "export places (querygate.caller_share); retry when one has ended");
+    case export_slots::Refusal::server_full:
+        break;
+    }
+    return api_errors::make(error_code::too_many_exports,
+                            "as many exports as this server writes at once (querygate.max_exports) "
+                            "are running; retry in a second");
+}
+
+} // namespace
+
 CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
 {
     State &s = *state_;
@@ -737,13 +772,18 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
     s.phase = Phase::setup;
     s.failing_param = -1;
     s.timeout_ms = 0;
-    const bool hand_off = may_hand_off && !settings::group_commit && settings::write_helpers > 0;
+    // Writes go to helpers unless group commit holds them in the worker; reads are given the
+    // worker's budget (call/worker_budget.hpp) when a helper could take them over. An export
+    // writes its file in the worker (call/export_file.hpp), so it is neither.
+    const bool may_help = may_hand_off && settings::helpers > 0;
+    const bool hand_off = may_help && !settings::group_commit;
+    const int budget_ms = may_help && !request.stream ? settings::slow_call_threshold : 0;
 
     char hash_hex[2 * secrets::sha256_length + 1];
     key_hash_hex(request.secret, hash_hex);
 
-    Caller caller; // outside the try: the access log names it whichever way the call ends
-    bool export_taken = false; // a place among querygate.max_exports, for request.stream
+    Caller caller;        // outside the try: the access log names it whichever way the call ends
+    int export_slot = -1; // a place among querygate.max_exports, for request.stream
     try {
         begin_read_only_transaction();
         // From here to the commit, a stop request cancels the call (a lock wait in the catalog's
@@ -786,6 +826,10 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
             // A write planned here before: the helper plans and decides it again, so this worker
             // need not (its role, plan and decision cost about as much as the rest of the check).
             result.for_helper = true;
+        } else if (budget_ms > 0 && s.slow.slow(query->name, query->revision)) {
+            // A read that ran past the budget here before: a helper runs it from the start, and
+            // this worker serves on (call/slow_queries.hpp).
+            result.for_helper = true;
         } else {
             const Oid role = caller.policy->run_as;
             s.begin_call(*query, caller, role, request.client_fd,
@@ -809,12 +853,8 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
             } else if (request.stream && entry.analysis->write_ops != 0) {
                 result.error = api_errors::make(error_code::invalid_stream,
                                                 "a call that writes cannot be streamed");
-            } else if (request.stream &&
-                       !(export_taken = worker_load::take_export(settings::max_exports))) {
-                result.error = api_errors::make(
-                    error_code::too_many_exports,
-                    "as many exports as this server writes at once (querygate.max_exports) are "
-                    "running; retry in a second");
+            } else if (request.stream && (result.error = take_export(caller, export_slot)).set()) {
+                // No place for it: the server's are all taken, or this caller's share.
             } else if (entry.analysis->write_ops != 0 && hand_off) {
                 result.for_helper = true; // this read-only transaction commits, having run nothing
             } else {
@@ -823,9 +863,18 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
                 if (entry.analysis->write_ops != 0) {
                     XactReadOnly = false;
                     wrote = true;
+                } else if (budget_ms > 0 && (s.timeout_ms == 0 || s.timeout_ms > budget_ms)) {
+                    // Its own time limit, when shorter, ends it first: then it stays here.
+                    worker_budget::start(budget_ms);
                 }
+                const auto ran_from = std::chrono::steady_clock::now();
                 s.execute(*query, entry, *caller.policy, decision, values, request,
                           settings::history && caller.policy->history_params, result);
+                if (result.file.present())
+                    charge_length(caller, result.limit_hold, result.rows);
+                result.ran_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::steady_clock::now() - ran_from)
+                                    .count();
             }
             s.end_call();
             // After end_call, which undoes every setting made during the call: this one
@@ -847,9 +896,22 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         });
         s.group_commit.committed();
     } catch (const pg::PgError &e) {
-        result.error = s.error_for(e, request, query);
-        result.body.clear();
-        s.abort_call();
+        if (e.sqlerrcode == ERRCODE_QUERY_CANCELED && worker_budget::spent() &&
+            !stop_request::requested() && !client_watch::gone() && query != nullptr) {
+            // A read that spent its budget here: it rolls back, and a helper runs it again from
+            // the start, as it will this query's next calls.
+            s.abort_call();
+            s.slow.spent_budget(query->name, query->revision);
+            CallResult moved;
+            moved.limits = result.limits;
+            moved.limit_hold = result.limit_hold;
+            moved.for_helper = true;
+            result = std::move(moved);
+        } else {
+            result.error = s.error_for(e, request, query);
+            result.body.clear();
+            s.abort_call();
+        }
     } catch (const std::exception &e) {
         // Not PostgreSQL's error (out of memory in C++, say): the transaction is still open and
         // must be ended here, or every later call on this worker would fail.
@@ -868,6 +930,8 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
     }
     if (event_ring::ring() != nullptr)
         result.who = who_of(caller);
+    if (result.for_helper)
+        result.share = pool_share_of(caller);
     if (query != nullptr) {
         result.revision = query->revision;
         result.version = query->version;
@@ -875,8 +939,10 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
     MemoryContextReset(s.request_context);
     // An export keeps its place until its file is sent (release_export); one that failed gives it
     // back now.
-    if (export_taken && !result.file.present())
-        worker_load::give_export();
+    if (result.file.present())
+        result.export_slot = export_slot;
+    else
+        export_slots::give(export_slot);
     // A call handed to a helper stays in flight until its answer (release, from the worker), and
     // is counted by the helper that runs it.
     if (!result.for_helper) {
@@ -923,9 +989,15 @@ void QueryRunner::record(const CallRecord &call) noexcept
     event_ring::put(call);
 }
 
-void QueryRunner::release_export()
+void QueryRunner::release_export(int slot)
 {
-    worker_load::give_export();
+    export_slots::give(slot);
+}
+
+void QueryRunner::helper_ran(const std::string &query, long long revision, long long ran_us)
+{
+    state_->slow.ran_in_helper(query, revision, ran_us,
+                               1000LL * static_cast<long long>(settings::slow_call_threshold));
 }
 
 void QueryRunner::release(LimitHold &hold)

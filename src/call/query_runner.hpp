@@ -31,9 +31,11 @@ class QueryRunner {
     void start();
     // With may_hand_off, a granted write is not run: the result says so (for_helper), after the
     // checks every call passes here (key, grant, parameters, the policy's role; the plan and the
-    // policy's decision only the first time, when it is not yet known to be a write), and a write
-    // helper runs the whole call again (src/worker/write_helpers.hpp). Never with
-    // querygate.group_commit on, whose writes wait for no flush in the worker anyway.
+    // policy's decision only the first time, when it is not yet known to be a write), and a
+    // helper runs the whole call again (src/worker/call_helpers.hpp). Never with
+    // querygate.group_commit on, whose writes wait for no flush in the worker anyway. A read is
+    // handed on the same way when its query is known to be slow, or stopped and handed on when it
+    // runs past querygate.slow_call_threshold here (call/worker_budget.hpp).
     CallResult run(const CallRequest &request, bool may_hand_off = false);
     // For GET /ready: whether a call could be served now, that is, a transaction starts and the
     // catalog is loaded (the extension installed). An error (503 unavailable) when not. What the
@@ -76,11 +78,14 @@ class QueryRunner {
     // A call answered, for querygate.history (call/history_ring.hpp) and the run events
     // (call/event_ring.hpp): never waits, never throws.
     void record(const CallRecord &call) noexcept;
+    // A call of `query` handed to a helper was answered, after running `ran_us` there: whether
+    // the query is still slow (call/slow_queries.hpp).
+    void helper_ran(const std::string &query, long long revision, long long ran_us);
     // A call handed to a helper has ended: it leaves its caller's in-flight count.
     void release(LimitHold &hold);
     // An export's file was sent, or its connection is gone: its place among querygate.max_exports
-    // goes back (CallResult::file present means the call took one).
-    void release_export();
+    // goes back (CallResult::export_slot, set when the call took one).
+    void release_export(int slot);
     // A call with no credentials at all from `address`: a 429 error when over
     // querygate.anonymous_rate_limit (call/call_limits.hpp), else none.
     ApiError limit_anonymous(const std::string &address, LimitReport &report);

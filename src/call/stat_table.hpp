@@ -1,5 +1,5 @@
 // What every call of a saved query cost, per query and policy, in one shared-memory hash table
-// that every worker and write helper adds to: the querygate.stat_queries view and GET /metrics
+// that every worker and helper adds to: the querygate.stat_queries view and GET /metrics
 // read it (sql_api/stat_functions.cpp, call/query_runner.cpp), so any worker's answer is complete.
 //
 // Only calls of a query that exists, by a caller whose policy may call it, are counted here: a

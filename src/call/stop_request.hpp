@@ -8,7 +8,7 @@
 // call ends as 503 shutting_down, answered; a call that starts after the request (one its worker
 // had already read) is cancelled as it starts. Between calls the process decides, from its loop,
 // which the handler's latch wakes: a worker drains (answers what it has, closes its connections,
-// then exits: http_worker.cpp); a write helper exits once it has no request left to answer.
+// then exits: http_worker.cpp); a helper exits once it has no request left to answer.
 // PostgreSQL side.
 #pragma once
 

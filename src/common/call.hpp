@@ -7,6 +7,7 @@
 #include "common/api_error.hpp"
 #include "common/file_body.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,13 +36,33 @@ struct LimitHold {
     bool held() const { return entry != 0; }
 };
 
+// Whose share of a shared pool a call takes (a worker's helpers: worker/call_helpers.hpp; the
+// export slots: call/export_slots.hpp): its caller (a key; a token's subject within its policy)
+// and its policy. Each holds at most pool_share_cap of a pool.
+struct PoolShare {
+    std::string caller;
+    std::string policy;
+};
+
+// How much of a pool of `size` one caller, or one policy's callers together, may hold under
+// querygate.caller_share (`percent`): at least one, and one fewer than all when there are two or
+// more, so that another caller always finds one; 100: all of it.
+inline std::size_t pool_share_cap(std::size_t size, int percent)
+{
+    if (percent >= 100)
+        return size;
+    std::size_t cap = size * static_cast<std::size_t>(percent > 0 ? percent : 1) / 100;
+    cap = cap > 0 ? cap : 1;
+    return size >= 2 && cap > size - 1 ? size - 1 : cap;
+}
+
 struct CallRequest {
     std::string query;        // the saved query's name, from the URL
     std::string secret;       // a presented API key, empty when none
     std::string bearer_token; // a presented JWT, empty when none (a key is judged first)
     std::string client_ip;    // the caller's address after trusted proxies; empty when unknown
     // The connection's socket, watched while the call runs (call/client_watch.hpp); -1: none. Not
-    // sent to a write helper (call_codec), whose process does not hold it.
+    // sent to a helper (call_codec), whose process does not hold it.
     int client_fd = -1;
     std::vector<CallParam> params;
     long page = 1;
@@ -54,15 +75,16 @@ struct CallRequest {
     // as long as its policy and the server allow. It can only shorten the call.
     long timeout_ms = 0;
     std::string request_id;
-    // Set where a worker already charged the call to its caller's limits (a write helper runs
+    // Set where a worker already charged the call to its caller's limits (a helper runs
     // the call again, and must not charge it twice). Never set from a request.
     bool limits_charged = false;
 };
 
 struct CallResult {
-    ApiError error;   // set() when the call failed
-    std::string body; // the rows on success, in the request's format
-    FileBody file;    // an export's rows (the request's stream), instead of body
+    ApiError error;       // set() when the call failed
+    std::string body;     // the rows on success, in the request's format
+    FileBody file;        // an export's rows (the request's stream), instead of body
+    int export_slot = -1; // with file: its place among the exports (call/export_slots.hpp)
     bool has_more = false;
     unsigned long long rows = 0; // rows in body, or changed by a write that returns none
     long long revision = 0;      // saved_query.revision of the query called, once found
@@ -71,9 +93,14 @@ struct CallResult {
     // querygate.history on and the policy's history_params: a JSON object of the parameters,
     // masked by its rules (call/history_values.hpp), or empty
     std::string params;
-    // A write the runner did not run because a write helper can (QueryRunner::run's
-    // may_hand_off): the worker sends the request to one (src/worker/write_helpers.hpp).
+    // A call the runner did not run, or stopped, because a helper can run it (QueryRunner::run's
+    // may_hand_off): a write, or a read known to be slow or that became slow in the worker. The
+    // worker sends the request to a helper (src/worker/call_helpers.hpp), within `share`.
     bool for_helper = false;
+    PoolShare share;
+    // How long the query ran (its execution and answer), in microseconds: a helper's tells its
+    // worker whether the query is still slow (call/slow_queries.hpp).
+    long long ran_us = 0;
     // Who called, for the access log and the history: the key's name ("jwt" for a token) and the
     // policy, once the caller is known; filled only while querygate.log_requests or
     // querygate.history is on.

@@ -152,6 +152,7 @@ void encode(const CallResult &result, std::string &out)
     w.number(static_cast<std::int64_t>(result.version));
     w.text(result.masked);
     w.text(result.params);
+    w.number(static_cast<std::int64_t>(result.ran_us));
 }
 
 bool decode(const char *data, std::size_t size, CallRequest &out)
@@ -180,13 +181,14 @@ bool decode(const char *data, std::size_t size, CallResult &out)
     for (auto &e : out.error.errors)
         if (!r.text(e.first) || !r.text(e.second))
             return false;
-    std::int64_t rows = 0, revision = 0;
+    std::int64_t rows = 0, revision = 0, ran_us = 0;
     int version = 0;
     if (!r.text(out.error.allow) || !r.text(out.body) || !r.flag(out.has_more) ||
         !r.flag(out.for_helper) || !r.number(rows) || !r.number(revision) || !r.number(version) ||
-        !r.text(out.masked) || !r.text(out.params) || !r.done() || rows < 0)
+        !r.text(out.masked) || !r.text(out.params) || !r.number(ran_us) || !r.done() || rows < 0)
         return false;
     out.rows = static_cast<unsigned long long>(rows);
+    out.ran_us = ran_us;
     out.revision = revision;
     out.version = version;
     return true;

@@ -1,5 +1,5 @@
-// A call as bytes, for the trip between an HTTP worker and a write helper
-// (src/worker/write_helpers.hpp): the CallRequest one way, the CallResult back. Plain C++.
+// A call as bytes, for the trip between an HTTP worker and a helper
+// (src/worker/call_helpers.hpp): the CallRequest one way, the CallResult back. Plain C++.
 //
 // Both ends are the same build of the same library, so the format is private: each field in
 // declaration order, a string as a 32-bit length and its bytes, a number as 64 bits, a flag as one

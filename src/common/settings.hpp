@@ -16,17 +16,23 @@ extern int max_page_size;      // querygate.max_page_size (reload)
 extern int max_body_size;      // querygate.max_body_size, bytes (reload)
 extern int max_response_size;  // querygate.max_response_size, bytes (reload)
 extern int max_exports;        // querygate.max_exports: exports at once, every worker (reload)
+extern int export_min_rate;    // querygate.export_min_rate: kB/s an export's reader must keep
+extern int export_rate_window; // querygate.export_rate_window: seconds it is judged over
 extern int max_export_size;    // querygate.max_export_size, MB, 0 = no limit (reload)
 extern bool allow_writes;      // querygate.allow_writes: the server-wide switch for writes (reload)
 extern bool group_commit;      // querygate.group_commit: writes share WAL flushes (reload)
 extern int busy_poll;          // querygate.busy_poll, us a worker polls before sleeping (reload)
-extern int write_helpers;      // querygate.write_helpers: helper processes per worker (reload)
-extern int log_requests;       // querygate.log_requests: a LogRequests (reload)
-extern int log_requests_format; // querygate.log_requests_format: a LogFormat (reload)
-extern int limit_entries;       // querygate.limit_entries: callers counted at once (restart)
-extern double anonymous_rate;   // querygate.anonymous_rate_limit: calls/s per address without a key
-extern int anonymous_burst;     // querygate.anonymous_burst (reload)
-extern int rate_limit_headers;  // querygate.rate_limit_headers: a RateLimitHeaders (reload)
+extern int helpers;            // querygate.helpers: helper processes per worker (reload)
+extern int slow_call_threshold;   // querygate.slow_call_threshold, ms a read runs in a worker
+extern int caller_share;          // querygate.caller_share: % of each shared pool one caller holds
+extern int log_requests;          // querygate.log_requests: a LogRequests (reload)
+extern int log_requests_format;   // querygate.log_requests_format: a LogFormat (reload)
+extern int limit_entries;         // querygate.limit_entries: keys and policies counted (restart)
+extern int address_entries;       // querygate.address_entries: addresses counted at once (restart)
+extern int anonymous_ipv6_prefix; // querygate.anonymous_ipv6_prefix: an IPv6 caller's network
+extern double anonymous_rate;  // querygate.anonymous_rate_limit: calls/s per address without a key
+extern int anonymous_burst;    // querygate.anonymous_burst (reload)
+extern int rate_limit_headers; // querygate.rate_limit_headers: a RateLimitHeaders (reload)
 extern int quota_flush_interval;   // querygate.quota_flush_interval, seconds (reload)
 extern int stat_entries;           // querygate.stat_entries: queries x policies counted (restart)
 extern bool statistics;            // querygate.statistics: calls are counted (reload)

@@ -2,6 +2,7 @@
 #include "http/client_address.hpp"
 
 #include <arpa/inet.h>
+#include <algorithm>
 #include <cstring>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -119,6 +120,27 @@ bool contains_any(const std::vector<Cidr> &cidrs, std::string_view address)
         if (contains(c, address))
             return true;
     return false;
+}
+
+std::string counted_as(std::string_view address, int ipv6_prefix)
+{
+    int family = 0;
+    unsigned char addr[16];
+    if (!parse_address(address, family, addr))
+        return std::string();
+    char text[INET6_ADDRSTRLEN] = {0};
+    if (family == AF_INET) {
+        (void)inet_ntop(AF_INET, addr, text, sizeof(text));
+        return text;
+    }
+    const int prefix = std::clamp(ipv6_prefix, 0, 128);
+    const int full = prefix / 8, rest = prefix % 8;
+    if (full < 16) {
+        addr[full] &= static_cast<unsigned char>(rest == 0 ? 0 : 0xff << (8 - rest));
+        std::memset(addr + full + 1, 0, static_cast<std::size_t>(15 - full));
+    }
+    (void)inet_ntop(AF_INET6, addr, text, sizeof(text));
+    return std::string(text) + "/" + std::to_string(prefix);
 }
 
 std::string resolve(std::string_view peer, const std::string *forwarded_for,

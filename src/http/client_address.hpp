@@ -24,6 +24,12 @@ std::vector<Cidr> parse_list(std::string_view text, std::string &bad);
 bool contains(const Cidr &cidr, std::string_view address);
 bool contains_any(const std::vector<Cidr> &cidrs, std::string_view address);
 
+// Who an address is when callers are counted by address (querygate.anonymous_rate_limit): an
+// IPv4 address itself; an IPv6 address its network of `ipv6_prefix` bits ("2001:db8:1:2::/64"),
+// since one host is given a whole /64 and can call from any address in it. An IPv4-mapped address
+// is IPv4. Empty when it does not parse.
+std::string counted_as(std::string_view address, int ipv6_prefix);
+
 // The caller's address: the peer's, unless the peer is a trusted proxy, in which case the
 // right-most X-Forwarded-For entry that is not itself a trusted proxy. Empty when unknown.
 std::string resolve(std::string_view peer, const std::string *forwarded_for,

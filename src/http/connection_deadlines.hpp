@@ -9,7 +9,7 @@
 //    client that pauses longer than request_timeout keeps its connection (as nginx's
 //    keepalive_timeout and client_header_timeout do); one that trickles its request line is
 //    still bounded.
-// While a request runs (the handler, a write helper, a flush) nothing is due: statement_timeout
+// While a request runs (the handler, a helper, a flush) nothing is due: statement_timeout
 // bounds that.
 //
 // Each clock is one list in the order its deadlines were set, and each deadline in a list is

@@ -6,6 +6,7 @@
 //   the worker only watches that fd for readability.
 #include "http/http_server.hpp"
 #include "common/api_error.hpp"
+#include "http/file_answer.hpp"
 #include "http/framing.hpp"
 #include "http/message_syntax.hpp"
 #include "http/own_answers.hpp"
@@ -221,10 +222,16 @@ struct HttpServer::Callbacks {
             }
         } else if (from_file) {
             const std::uint64_t size = resp.file.size();
-            const int fd = resp.file.release();
-            r = MHD_create_response_from_fd64(size, fd);
-            if (r == nullptr)
-                ::close(fd);
+            r = file_answer::make(resp.file.release(), size);
+            // The reader's pace is judged as libmicrohttpd asks for more (file_answer.hpp): with
+            // the kernel's send buffer bounded, a slow reader is asked about every megabyte or so,
+            // not every few (loopback's grows to 4 MB), which still covers a fast link's round
+            // trip.
+            if (const MHD_ConnectionInfo *info =
+                    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD)) {
+                const int sndbuf = 512 * 1024; // the kernel doubles it
+                (void)setsockopt(info->connect_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+            }
         } else {
             r = MHD_create_response_from_buffer(
                 resp.body.size(), const_cast<char *>(resp.body.data()), MHD_RESPMEM_MUST_COPY);

@@ -136,7 +136,7 @@ class HttpServer {
     std::size_t held() const { return held_.size(); }
     bool release_held(std::uint64_t upto);
 
-    // Answers made later (a write run by a write helper, src/worker/write_helpers.hpp): a response
+    // Answers made later (a write run by a helper, src/worker/call_helpers.hpp): a response
     // the handler marked `later` is not sent; its connection is suspended until answer_later()
     // gives the answer under the same token (held for a flush like any other, if hold() says so);
     // the next run() sends it. False when no request waits under that token.

@@ -157,7 +157,7 @@ void render_workers(const std::vector<metrics::WorkerStats> &workers, std::strin
         {"querygate_worker_connections", "gauge", "HTTP connections the worker holds open.",
          [](const metrics::WorkerStats &w) { return static_cast<double>(w.connections); }},
         {"querygate_worker_in_flight", "gauge",
-         "Calls the worker has handed to a write helper or holds for a WAL flush.",
+         "Calls the worker has handed to a helper or holds for a WAL flush.",
          [](const metrics::WorkerStats &w) { return static_cast<double>(w.in_flight); }},
         {"querygate_worker_requests_total", "counter",
          "Requests the worker answered since it started, probes and refusals included.",

@@ -761,7 +761,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         call.limits_charged = true;
         bool handed = false;
         try {
-            handed = hand_off_->hand_off(waiting.token, call);
+            handed = hand_off_->hand_off(waiting.token, call, result.share);
         } catch (...) {
             runner_.release(waiting.limit_hold); // not anyone's: it leaves the count
             throw;
@@ -778,7 +778,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     note_result(logged, result);
     answer_call(result, shape_of(request, call), response, id);
     if (response.file.present())
-        response.on_done = [this] { runner_.release_export(); };
+        response.on_done = [this, slot = result.export_slot] { runner_.release_export(slot); };
 }
 
 void RequestHandler::add_limit_headers(HttpResponse &response, const LimitReport &report)
@@ -863,6 +863,8 @@ bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpRespons
     Later later = std::move(*it);
     later_.erase(it);
     runner_.release(later.limit_hold);
+    if (!result.error.set()) // a call that failed there says nothing of how long its query takes
+        runner_.helper_ran(later.logged.query, result.revision, result.ran_us);
     result.limits = later.limits;
     start_response(response, later.request_id);
     if (const cors::Origins &origins = cors_origins(); origins.enabled())

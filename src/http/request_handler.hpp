@@ -16,12 +16,12 @@
 #include <chrono>
 #include <cstdint>
 
-// Where a write the runner did not run goes (src/worker/write_helpers.hpp): false when no helper
-// can take it now, and the worker runs it itself.
+// Where a call the runner did not run goes (src/worker/call_helpers.hpp), within its caller's and
+// policy's `share`: false when no helper can take it now, and the worker runs it itself.
 class CallHandOff {
   public:
     virtual ~CallHandOff() = default;
-    virtual bool hand_off(std::uint64_t token, const CallRequest &call) = 0;
+    virtual bool hand_off(std::uint64_t token, const CallRequest &call, const PoolShare &share) = 0;
 };
 
 class RequestHandler {

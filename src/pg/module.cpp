@@ -11,6 +11,7 @@ extern "C" {
 
 #include "call/history_ring.hpp"
 #include "call/event_ring.hpp"
+#include "call/export_slots.hpp"
 #include "call/limit_table.hpp"
 #include "call/stat_table.hpp"
 #include "http/listen_socket.hpp"
@@ -45,6 +46,7 @@ void request_shmem()
     RequestAddinShmemSpace(worker_load::shmem_size());
     RequestAddinShmemSpace(wal_flusher::shmem_size());
     RequestAddinShmemSpace(limit_table::shmem_size());
+    RequestAddinShmemSpace(export_slots::shmem_size());
     limit_table::shmem_request();
     RequestAddinShmemSpace(stat_table::shmem_size());
     stat_table::shmem_request();
@@ -61,6 +63,7 @@ void startup_shmem()
     worker_load::shmem_init();
     wal_flusher::shmem_init();
     limit_table::shmem_init();
+    export_slots::shmem_init();
     stat_table::shmem_init();
     history_ring::shmem_init();
     event_ring::shmem_init();

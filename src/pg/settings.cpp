@@ -19,6 +19,8 @@ int max_page_size = 1000;
 int max_body_size = 1024 * 1024;
 int max_response_size = 32 * 1024 * 1024;
 int max_exports = 4;
+int export_min_rate = 64;
+int export_rate_window = 30;
 int max_export_size = 1024;
 int max_connections = 10000;
 int max_connections_per_ip = 1000;
@@ -29,10 +31,14 @@ int overload_interval = 100;
 bool allow_writes = false;
 bool group_commit = false;
 int busy_poll = 50;
-int write_helpers = 8;
+int helpers = 8;
+int slow_call_threshold = 10;
+int caller_share = 75;
 int log_requests = log_off;
 int log_requests_format = log_text;
 int limit_entries = 10000;
+int address_entries = 10000;
+int anonymous_ipv6_prefix = 64;
 double anonymous_rate = 0;
 int anonymous_burst = 0;
 int rate_limit_headers = limit_headers_all;
@@ -108,11 +114,24 @@ void define_restart_only()
                                "Empty: PostgreSQL's ssl_key_file. Relative to the data directory.",
                                &ssl_key_file, "", PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
-        "querygate.limit_entries",
-        "Callers with limits (keys, policies, client addresses) counted at once.",
-        "About 250 bytes of shared memory each. When every entry is in use "
-        "and none can be forgotten, calls of new callers are refused (429).",
+        "querygate.limit_entries", "Keys and policies with limits counted at once.",
+        "About 350 bytes of shared memory each. When every entry is in use and none can be "
+        "forgotten, calls of new keyed callers are refused (429). Addresses have room of their "
+        "own (querygate.address_entries).",
         &limit_entries, 10000, 100, 10000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.address_entries",
+        "Client addresses counted at once by querygate.anonymous_rate_limit.",
+        "About 350 bytes of shared memory each. When every entry is in use, a new address "
+        "takes the place of the one seen first longest ago.",
+        &address_entries, 10000, 100, 10000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.anonymous_ipv6_prefix",
+                            "Bits of an IPv6 address that make one caller for "
+                            "querygate.anonymous_rate_limit.",
+                            "64: a /64, the network one host is given, is one caller. An IPv4 "
+                            "address is always one caller.",
+                            &anonymous_ipv6_prefix, 64, 16, 128, PGC_SIGHUP, 0, nullptr, nullptr,
+                            nullptr);
     DefineCustomIntVariable(
         "querygate.stat_entries", "Query and policy pairs whose calls are counted at once.",
         "About 600 bytes of shared memory each. Calls of a pair that finds the table full are "
@@ -175,8 +194,21 @@ void define_reloadable()
     DefineCustomIntVariable(
         "querygate.max_exports",
         "Exports (?stream=true) written or sent at once, counting every worker.",
-        "Past it, a call asking for one is answered 503 too_many_exports.", &max_exports, 4, 0,
-        10000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+        "Past it, a call asking for one is answered 503 too_many_exports; one caller, or one "
+        "policy, holds at most querygate.caller_share of them.",
+        &max_exports, 4, 0, 1024, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.export_min_rate",
+                            "Kilobytes a second an export's reader must take, over each "
+                            "querygate.export_rate_window; 0: any pace.",
+                            "A reader below it has its connection closed, and the export's place "
+                            "among querygate.max_exports given back.",
+                            &export_min_rate, 64, 0, 1000000, PGC_SIGHUP, 0, nullptr, nullptr,
+                            nullptr);
+    DefineCustomIntVariable("querygate.export_rate_window",
+                            "How long an export's reader is judged over against "
+                            "querygate.export_min_rate.",
+                            nullptr, &export_rate_window, 30, 1, 3600, PGC_SIGHUP, GUC_UNIT_S,
+                            nullptr, nullptr, nullptr);
     DefineCustomIntVariable("querygate.max_export_size", "Largest file an export may write.",
                             "An export that would be larger fails with 500 response_too_large; 0 "
                             "sets no limit.",
@@ -229,14 +261,27 @@ void define_reloadable()
                             "request before it sleeps; 0 sleeps at once.",
                             "It yields the CPU between looks, so other processes still run.",
                             &busy_poll, 50, 0, 1000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
-    DefineCustomIntVariable("querygate.write_helpers",
-                            "Processes each worker may start to run writes, so that a write "
-                            "waiting for its WAL flush or a lock holds no worker; 0 runs writes "
-                            "in the worker.",
+    DefineCustomIntVariable("querygate.helpers",
+                            "Processes each worker may start to run writes and slow reads, so "
+                            "that a call waiting for its WAL flush, a lock or its own length "
+                            "holds no worker; 0 runs every call in the worker.",
                             "Each helper is a background worker: they count against "
                             "max_worker_processes, which querygate raises for them when it is "
                             "not set.",
-                            &write_helpers, 8, 0, 64, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+                            &helpers, 8, 0, 64, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("querygate.slow_call_threshold",
+                            "How long a read may run in a worker before it moves to a helper; "
+                            "its query's next calls then go to helpers while they stay slow.",
+                            "A read that spends it is cancelled and run again, from the start, "
+                            "by a helper. 0 runs every read in the worker.",
+                            &slow_call_threshold, 10, 0, 60000, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
+                            nullptr, nullptr);
+    DefineCustomIntVariable("querygate.caller_share",
+                            "Percent of each shared pool (a worker's helpers, the export slots) "
+                            "one caller's calls, or one policy's together, may hold.",
+                            "At least one, and one fewer than all when the pool has two or more, "
+                            "so another caller always finds one; 100: no shares.",
+                            &caller_share, 75, 1, 100, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomEnumVariable(
         "querygate.log_requests", "Logs one line per HTTP request answered: off, errors or all.",
         "The key's name, never its secret; probes (/health, /live, /ready) that succeed "

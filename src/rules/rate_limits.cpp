@@ -75,6 +75,14 @@ bool take(Bucket &bucket, double rate_per_second, long capacity, std::int64_t no
     return false;
 }
 
+void owe(Bucket &bucket, double rate_per_second, long capacity, std::int64_t now_us, double calls)
+{
+    const double tokens = std::min(refilled(bucket, rate_per_second, capacity, now_us),
+                                   static_cast<double>(capacity));
+    bucket.refilled_us = std::max(bucket.refilled_us, now_us);
+    bucket.tokens = tokens - std::max(0.0, calls);
+}
+
 bool full(const Bucket &bucket, double rate_per_second, long capacity, std::int64_t now_us)
 {
     return refilled(bucket, rate_per_second, capacity, now_us) >= static_cast<double>(capacity);

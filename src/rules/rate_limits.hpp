@@ -42,6 +42,11 @@ struct Bucket {
 bool take(Bucket &bucket, double rate_per_second, long capacity, std::int64_t now_us,
           std::int64_t &wait_us, long &remaining);
 
+// Refills the bucket to now and takes `calls` tokens more from it, below empty if need be: a call
+// that turned out to cost more than one (an export, by its length) is paid for by the caller's
+// next calls, which wait until the bucket has refilled past it.
+void owe(Bucket &bucket, double rate_per_second, long capacity, std::int64_t now_us, double calls);
+
 // Whether a bucket left alone is full again by now, so that forgetting it changes nothing.
 bool full(const Bucket &bucket, double rate_per_second, long capacity, std::int64_t now_us);
 

@@ -46,7 +46,7 @@ extern "C" {
 #include "worker/stats_reporter.hpp"
 #include "worker/wal_flusher.hpp"
 #include "worker/worker_load.hpp"
-#include "worker/write_helpers.hpp"
+#include "worker/call_helpers.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -166,8 +166,8 @@ void serve()
     GroupCommit group_commit;
     QueryRunner runner(group_commit);
     runner.start();
-    // Writes go to helper processes while this worker serves on (write_helpers.hpp).
-    WriteHelpers helpers;
+    // Writes and slow reads go to helper processes while this worker serves on (call_helpers.hpp).
+    CallHelpers helpers;
     ServerLogSink access_log; // querygate.log_requests
     RequestHandler handler(runner, &helpers, &access_log);
     // With querygate.ssl on, TLS or nothing: a worker whose certificate or key cannot be used

@@ -1,5 +1,5 @@
 // Reports a process's statistics to the cumulative statistics system. PostgreSQL side; used by the
-// HTTP workers and the write helpers, which both run calls.
+// HTTP workers and the helpers, which both run calls.
 //
 // The calls' statistics (rows changed, WAL, I/O) reach the cumulative statistics system only when
 // reported, which PostgresMain does for ordinary backends when idle; without it autovacuum would

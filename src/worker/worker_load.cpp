@@ -26,7 +26,6 @@ constexpr uint32 absent = UINT32_MAX;
 struct Slot {
     pg_atomic_uint32 connections; // `absent` while no worker runs in the slot
     pg_atomic_uint32 in_flight;
-    pg_atomic_uint32 exports; // take_export
     pg_atomic_uint32 pid;
     pg_atomic_uint32 awake;       // 1 while its worker is not asleep in its wait (set_awake)
     pg_atomic_uint64 started_us;  // Unix microseconds
@@ -45,7 +44,6 @@ void release_slot(int, Datum)
 {
     if (slots != nullptr && my_slot >= 0) {
         pg_atomic_write_u32(&slots[my_slot].connections, absent);
-        pg_atomic_write_u32(&slots[my_slot].exports, 0);
         pg_atomic_write_u32(&slots[my_slot].awake, 0);
     }
     my_slot = -1;
@@ -68,7 +66,6 @@ void worker_load::shmem_init()
             Slot &s = slots[i];
             pg_atomic_init_u32(&s.connections, absent);
             pg_atomic_init_u32(&s.in_flight, 0);
-            pg_atomic_init_u32(&s.exports, 0);
             pg_atomic_init_u32(&s.pid, 0);
             pg_atomic_init_u32(&s.awake, 0);
             pg_atomic_init_u64(&s.started_us, 0);
@@ -110,7 +107,6 @@ void worker_load::attach(int worker)
     const int64 unix_us =
         now + static_cast<int64>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
     pg_atomic_write_u64(&s.started_us, static_cast<uint64>(unix_us));
-    pg_atomic_write_u32(&s.exports, 0);
     pg_atomic_write_u32(&s.awake, 1);
     pg_atomic_write_u32(&s.connections, 0);
     on_shmem_exit(release_slot, 0);
@@ -201,26 +197,4 @@ std::vector<metrics::WorkerStats> worker_load::snapshot()
         out.push_back(w);
     }
     return out;
-}
-
-bool worker_load::take_export(int max_exports)
-{
-    if (slots == nullptr || my_slot < 0 || max_exports <= 0)
-        return false;
-    // A full barrier each (fetch_add, then the reads): of two workers taking the last place at
-    // once, at least one sees the other's count.
-    pg_atomic_fetch_add_u32(&slots[my_slot].exports, 1);
-    uint64 total = 0;
-    for (int i = 0; i < settings::workers; i++)
-        total += pg_atomic_read_u32(&slots[i].exports);
-    if (total <= static_cast<uint64>(max_exports))
-        return true;
-    pg_atomic_fetch_sub_u32(&slots[my_slot].exports, 1);
-    return false;
-}
-
-void worker_load::give_export()
-{
-    if (slots != nullptr && my_slot >= 0 && pg_atomic_read_u32(&slots[my_slot].exports) > 0)
-        pg_atomic_fetch_sub_u32(&slots[my_slot].exports, 1);
 }

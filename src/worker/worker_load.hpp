@@ -49,13 +49,6 @@ void set_awake(bool awake);
 // core to spare).
 int awake();
 
-// A place among querygate.max_exports exports written or sent at once, counting every worker:
-// false when they are taken. Each worker counts its own in its slot; one takes a place by counting
-// it first and then reading every slot, so two workers at the last place may both be refused but
-// never both admitted. A worker that exits takes its places with it (its files close with it).
-bool take_export(int max_exports);
-void give_export();
-
 // What this worker has done since it started (totals, not increments).
 struct Activity {
     std::uint64_t requests = 0;

@@ -15,7 +15,7 @@ namespace worker_slots {
 
 int needed()
 {
-    return settings::workers * (1 + settings::write_helpers) + 2; // + the flusher and the writer
+    return settings::workers * (1 + settings::helpers) + 2; // + the flusher and the writer
 }
 
 void reserve()
@@ -27,7 +27,7 @@ void reserve()
     SetConfigOption("max_worker_processes", raised.c_str(), PGC_POSTMASTER, PGC_S_DYNAMIC_DEFAULT);
     if (max_worker_processes != before)
         ereport(LOG, (errmsg("querygate raised max_worker_processes from %d to %d for its %d "
-                             "workers, their write helpers, its WAL flusher and its writer",
+                             "workers, their helpers, its WAL flusher and its writer",
                              before, max_worker_processes, settings::workers),
                       errhint("Set max_worker_processes to choose the number yourself.")));
 }

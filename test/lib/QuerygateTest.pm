@@ -155,6 +155,10 @@ sub start
 		# and wins).
 		$conf .= 'querygate.overload_target = ' . (20 * $TIME_FACTOR) . "ms\n"
 		  if $TIME_FACTOR > 1;
+		# Likewise the time a read may run in a worker before it moves to a helper (10 ms): a
+		# call the instrumented server runs slower is not a slower query.
+		$conf .= 'querygate.slow_call_threshold = ' . (10 * $TIME_FACTOR) . "ms\n"
+		  if $TIME_FACTOR > 1;
 	}
 	$conf .= $o{conf} if defined $o{conf};
 	$node->append_conf('postgresql.conf', $conf);

@@ -40,8 +40,10 @@ sub exchange
 	return (read_response($sock, $timeout))[0];
 }
 
+# The worker runs its reads (querygate.slow_call_threshold = 0): a slow one holds it, which is
+# what this test needs; slow reads in helpers: 073_slow_calls.pl.
 my $qg = QuerygateTest->start(name => 'balance', workers => 2,
-	conf => "querygate.statement_timeout = '60s'\n");
+	conf => "querygate.statement_timeout = '60s'\nquerygate.slow_call_threshold = 0\n");
 $qg->sql(q{SELECT querygate.save_query('sleep', 'SELECT pg_sleep(:s::float8)::text AS slept')});
 my $key = $qg->access(run_as => $qg->role('api_sleeper'), queries => ['sleep']);
 my @workers = @{ $qg->worker_pids };

@@ -14,7 +14,10 @@ use QuerygateTest;
 
 my $qg = QuerygateTest->start(name => 'group_commit', workers => 1,
 	conf => "querygate.allow_writes = on\nquerygate.group_commit = on\nwal_writer_delay = '10s'\nquerygate.history = off\n"
-	  . "querygate.statement_timeout = '30s'\nfsync = on\n");
+	  . "querygate.statement_timeout = '30s'\nfsync = on\n"
+	  # The worker runs its reads: a slow one holds it while the writes queue (slow reads in
+	  # helpers: 073_slow_calls.pl).
+	  . "querygate.slow_call_threshold = 0\n");
 my $node = $qg->node;
 $qg->sql(q{
 	CREATE ROLE gc_writer NOLOGIN;
@@ -115,7 +118,7 @@ is($qg->sql('SELECT n FROM counters WHERE id = 4'), '15', 'writes flushed by the
 # Off (reload), and no write helpers (which would let writes that wait together share flushes,
 # test/t/041_write_helpers.pl): the worker commits each write as PostgreSQL would, one flush each;
 # answers are the same.
-$qg->set_and_reload('querygate.write_helpers', '0');
+$qg->set_and_reload('querygate.helpers', '0');
 $qg->set_and_reload('querygate.group_commit', 'off');
 $syncs = $qg->sql('SELECT wal_sync FROM pg_stat_wal');    # no write since the crash
 ($slept, @answers) = ten_writes_in_one_round(2);

@@ -1,11 +1,13 @@
-# Write helpers (src/worker/write_helpers.hpp): a write runs in a helper process, so a write that
+# Write helpers (src/worker/call_helpers.hpp): a write runs in a helper process, so a write that
 # waits (here for a row lock a SQL session holds, as it would for its WAL flush) holds no worker.
 # One worker, so that without helpers it would serve nobody else meanwhile (shown with
-# querygate.write_helpers = 0). Also: with every helper busy and no room for another
+# querygate.helpers = 0). Also: with every helper busy and no room for another
 # (max_worker_processes = 6: the worker, the WAL flusher, the writer and the logical replication launcher leave
 # two slots, the worker's share), a write waits for a free helper while the worker serves on; a helper terminated during
 # a call has the call cancelled, answered 503 shutting_down, and the worker goes on; with no slot at all, the worker runs
 # writes itself. Last, querygate raises max_worker_processes when the administrator left it unset.
+# One key makes every call: querygate.caller_share = 100 lets it hold both helpers (shares:
+# test/t/073_slow_calls.pl).
 use strict;
 use warnings;
 use IPC::Run;
@@ -15,7 +17,7 @@ use QuerygateTest;
 
 my $statement_ms = timeouts(60) * 1000;
 my $qg = QuerygateTest->start(name => 'write_helpers', workers => 1,
-	conf => "querygate.allow_writes = on\nmax_worker_processes = 6\n"
+	conf => "querygate.allow_writes = on\nmax_worker_processes = 6\nquerygate.caller_share = 100\n"
 	  . "querygate.statement_timeout = $statement_ms\n");
 $qg->sql(q{
 	CREATE ROLE wh_writer NOLOGIN;
@@ -48,7 +50,7 @@ sub helpers
 {
 	my ($where) = @_;
 	return $qg->sql(q{SELECT count(*) FROM pg_stat_activity
-		WHERE backend_type = 'querygate write helper'} . ($where // ''));
+		WHERE backend_type = 'querygate helper'} . ($where // ''));
 }
 
 # A SQL session that holds the rows' locks until release().
@@ -130,7 +132,7 @@ $lock = hold_rows(4);
 send_bump($a, 4);
 ok(blocked_helpers(1), 'a write waits in a helper');
 my $victim = $qg->sql(q{SELECT pid FROM pg_stat_activity
-	WHERE backend_type = 'querygate write helper' AND wait_event_type = 'Lock'});
+	WHERE backend_type = 'querygate helper' AND wait_event_type = 'Lock'});
 $qg->sql("SELECT pg_terminate_backend($victim)");
 my ($code, $body) = read_response($a, timeouts(10));
 is($code, '503', 'its caller gets 503');
@@ -144,8 +146,8 @@ is(answer($a, timeouts(10)), '200 {"rows_affected":1}', 'the next write answers'
 is(counter(4), 1, 'and wrote');
 is($qg->worker_pids->[0], $worker, 'the worker never restarted');
 
-# ---- querygate.write_helpers = 0: the worker runs writes, and serves nobody while one waits
-$qg->set_and_reload('querygate.write_helpers', '0');
+# ---- querygate.helpers = 0: the worker runs writes, and serves nobody while one waits
+$qg->set_and_reload('querygate.helpers', '0');
 sleep timeouts(1); # the reload reaches the worker asynchronously; nothing observable says when
 $lock = hold_rows(5);
 send_bump($a, 5);
@@ -178,16 +180,16 @@ for my $i (1 .. 3)
 	is("$res->{status} $res->{content}", '200 {"rows_affected":1}', "write $i answers without a helper");
 }
 is($bare->sql('SELECT n FROM counters WHERE id = 1'), '3', 'and wrote');
-is($bare->sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'querygate write helper'}),
+is($bare->sql(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'querygate helper'}),
 	'0', 'no helper runs');
-like(slurp_file($bare->node->logfile), qr/no background worker slot is free for a write helper/,
+like(slurp_file($bare->node->logfile), qr/no background worker slot is free for a helper/,
 	'the server log says why');
 is($bare->sql('SHOW max_worker_processes'), '4', 'max_worker_processes set by the administrator is kept');
 
 # ---- max_worker_processes left at its default: querygate adds the slots of its workers, their
 # helpers, the WAL flusher and the writer to PostgreSQL's 8 (src/worker/worker_slots.hpp)
 my $roomy = QuerygateTest->start(name => 'default_slots', workers => 2,
-	conf => "querygate.write_helpers = 3
+	conf => "querygate.helpers = 3
 ");
 is($roomy->sql('SHOW max_worker_processes'), 8 + 2 * (1 + 3) + 2,
 	'an unset max_worker_processes is raised by querygate\'s processes');

@@ -11,7 +11,7 @@ use QuerygateTest;
 use Time::HiRes qw(time sleep);
 
 my $qg = QuerygateTest->start(name => 'hangup', workers => 1,
-	conf => "querygate.allow_writes = on\nquerygate.write_helpers = 0\n"
+	conf => "querygate.allow_writes = on\nquerygate.helpers = 0\n"
 	  . "querygate.statement_timeout = '60s'\nquerygate.history_flush_interval = 100\n");
 my $F = QuerygateTest::timeouts(1);
 $qg->sql(q{

@@ -1,4 +1,4 @@
-// Tests of src/common/call_codec.cpp: a request and a result survive the trip to a write helper
+// Tests of src/common/call_codec.cpp: a request and a result survive the trip to a helper
 // and back, byte for byte (NULs, empty strings, many parameters, a large body); and no damaged
 // message is accepted: every truncation, a wrong kind, trailing bytes, counts larger than the
 // message, and bad flag bytes are refused.
@@ -43,6 +43,7 @@ CallResult sample_result()
     r.version = 7;
     r.masked = "[\"ssn\",\"email\"]";
     r.params = "{\"id\":7,\"ssn\":\"4b2f\"}";
+    r.ran_us = 2345678;
     return r;
 }
 
@@ -66,7 +67,8 @@ bool same(const CallResult &a, const CallResult &b)
            a.error.message == b.error.message && a.error.errors == b.error.errors &&
            a.error.allow == b.error.allow && a.body == b.body && a.has_more == b.has_more &&
            a.for_helper == b.for_helper && a.rows == b.rows && a.revision == b.revision &&
-           a.version == b.version && a.masked == b.masked && a.params == b.params;
+           a.version == b.version && a.masked == b.masked && a.params == b.params &&
+           a.ran_us == b.ran_us;
 }
 
 void round_trips()

@@ -303,10 +303,32 @@ void nul_bytes()
        std::string(), "a forwarded address with a NUL in it leaves the client unknown");
 }
 
+// Counted by address: IPv4 as itself, IPv6 by its network.
+void counting()
+{
+    using client_address::counted_as;
+    is(counted_as("203.0.113.7", 64), std::string("203.0.113.7"), "IPv4 is counted as itself");
+    is(counted_as("::ffff:203.0.113.7", 64), std::string("203.0.113.7"),
+       "an IPv4-mapped address as its IPv4 address");
+    is(counted_as("2001:db8:1:2:aaaa:bbbb:cccc:dddd", 64), std::string("2001:db8:1:2::/64"),
+       "IPv6 as its /64");
+    is(counted_as("2001:db8:1:2::9", 64), counted_as("2001:db8:1:2:ffff::1", 64),
+       "two addresses of one /64 are one caller");
+    ok(counted_as("2001:db8:1:3::1", 64) != counted_as("2001:db8:1:2::1", 64),
+       "the next /64 is another");
+    is(counted_as("2001:db8:1:2:aaaa::1", 56), std::string("2001:db8:1::/56"), "a /56, when set");
+    is(counted_as("2001:db8:1:2:aaaa::1", 60), std::string("2001:db8:1::/60"),
+       "a prefix inside a byte");
+    is(counted_as("2001:db8::1", 128), std::string("2001:db8::1/128"), "a /128 is the address");
+    is(counted_as("[2001:db8:1:2::9]", 64), std::string("2001:db8:1:2::/64"), "in brackets too");
+    is(counted_as("not an address", 64), std::string(), "what does not parse is nobody");
+}
+
 } // namespace
 
 int main()
 {
+    counting();
     parse_cidr();
     contains();
     lists();

@@ -105,8 +105,27 @@ void test_periods()
 
 } // namespace
 
+// A call that cost more than one: the caller's next calls pay for it.
+void test_owe()
+{
+    Bucket b;
+    std::int64_t wait = 0;
+    long left = 0;
+    const std::int64_t t0 = 1000 * second;
+    tap::ok(take(b, 10.0, 10, t0, wait, left), "a call of a full bucket of 10");
+    owe(b, 10.0, 10, t0, 29);
+    tap::ok(!take(b, 10.0, 10, t0, wait, left), "after owing 29 more, the next call waits");
+    tap::is(wait, 2 * second + second / 10, "until 21 tokens have come back: 2.1 s at 10 a second");
+    tap::ok(!take(b, 10.0, 10, t0 + 2 * second, wait, left), "2 s later, still owing");
+    tap::ok(take(b, 10.0, 10, t0 + 3 * second, wait, left), "3 s later, paid and a call admitted");
+    Bucket fresh;
+    owe(fresh, 10.0, 10, t0, 0);
+    tap::ok(take(fresh, 10.0, 10, t0, wait, left) && left == 9, "owing nothing changes nothing");
+}
+
 int main()
 {
+    test_owe();
     test_merge();
     test_capacity();
     test_take();
