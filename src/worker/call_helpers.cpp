@@ -189,8 +189,8 @@ CallHelpers::Helper *CallHelpers::start_helper()
     if (h->segment == nullptr) {
         if (no_slot && !told_no_slot_) {
             told_no_slot_ = true;
-            ereport(LOG, (errmsg("querygate: no background worker slot is free for a write "
-                                 "helper; this worker's calls wait for its helpers, or run in "
+            ereport(LOG, (errmsg("querygate: no background worker slot is free for a helper; "
+                                 "this worker's calls wait for its helpers, or run in "
                                  "the worker while it has none"),
                           errhint("Raise max_worker_processes (a restart) for more helpers.")));
         }
