@@ -87,12 +87,9 @@ void RequestHandler::handle_mcp(const HttpRequest &request, HttpResponse &respon
             response.body = mcp::error(message.id, mcp::invalid_params, reason);
             return;
         }
-        const ToolOutcome outcome =
-            call_tool(request, name, args, message.id, response, id, logged);
-        if (outcome == ToolOutcome::unknown)
-            // Not granted reads as not there, as /q/{name}'s 404 does.
-            response.body = mcp::error(message.id, mcp::invalid_params, "unknown tool: " + name,
-                                       error_code::query_not_found.code);
+        if (call_tool(request, name, args, message.id, response, id, logged) ==
+            ToolOutcome::unknown)
+            unknown_tool(response, message.id, name);
     } else {
         response.body = mcp::error(message.id, mcp::method_not_found,
                                    "this server answers initialize, ping, tools/list and "
@@ -125,15 +122,39 @@ RequestHandler::call_tool(const HttpRequest &request, const std::string &name,
             p.value = v.text;
             call.params.push_back(std::move(p));
         }
-    // A write runs here rather than in a helper: the answer is made in this request.
+    // A write, or a slow read, goes to a helper as a call of /q/{name} does; its answer is made
+    // when the result is back (finish).
     CallResult result;
     if (paging.set())
         result.error = std::move(paging);
     else
-        result = runner_.run(call, false);
+        result = runner_.run(call, hand_off_ != nullptr);
     logged.key = std::move(result.key_name);
     logged.policy = std::move(result.policy);
+    if (result.for_helper) {
+        Later waiting = later_for(request, call, id, logged, result);
+        waiting.rpc_id = rpc_id;
+        waiting.tool = name;
+        if (elsewhere(std::move(waiting), call, result, response))
+            return ToolOutcome::answered; // later
+    }
     note_result(logged, result);
+    return tool_answer(result, rpc_id, response, id);
+}
+
+void RequestHandler::unknown_tool(HttpResponse &response, const std::string &rpc_id,
+                                  const std::string &name)
+{
+    // Not granted reads as not there, as /q/{name}'s 404 does.
+    response.body = mcp::error(rpc_id, mcp::invalid_params, "unknown tool: " + name,
+                               error_code::query_not_found.code);
+}
+
+RequestHandler::ToolOutcome RequestHandler::tool_answer(CallResult &result,
+                                                        const std::string &rpc_id,
+                                                        HttpResponse &response,
+                                                        const std::string &id)
+{
     const ApiError &error = result.error;
     // A write on a hot standby is this tool's refusal here (the agent may call it elsewhere),
     // not a state that retrying changes.

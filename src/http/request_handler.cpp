@@ -746,39 +746,48 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     CallResult result = runner_.run(call, hand_off_ != nullptr);
     logged.key = std::move(result.key_name); // set by the runner while the log or history is on
     logged.policy = std::move(result.policy);
-    if (result.for_helper) {
-        // Nothing may throw once the helper has the call: the room and the record come first.
-        // The call keeps its place in its caller's in-flight count until its answer.
-        const std::string *origin = request.header("origin");
-        Later waiting{++last_token_,
-                      shape_of(request, call),
-                      id,
-                      origin ? *origin : std::string(),
-                      logged,
-                      result.limits,
-                      std::move(result.limit_hold)};
-        later_.reserve(later_.size() + 1);
-        call.limits_charged = true;
-        bool handed = false;
-        try {
-            handed = hand_off_->hand_off(waiting.token, call, result.share);
-        } catch (...) {
-            runner_.release(waiting.limit_hold); // not anyone's: it leaves the count
-            throw;
-        }
-        if (handed) {
-            response.later = waiting.token;
-            later_.push_back(std::move(waiting));
-            return;
-        }
-        result = runner_.run(call); // no helper free: this worker runs it
-        runner_.release(waiting.limit_hold);
-        result.limits = waiting.limits;
-    }
+    if (result.for_helper &&
+        elsewhere(later_for(request, call, id, logged, result), call, result, response))
+        return;
     note_result(logged, result);
     answer_call(result, shape_of(request, call), response, id);
     if (response.file.present())
         response.on_done = [this, slot = result.export_slot] { runner_.release_export(slot); };
+}
+
+RequestHandler::Later RequestHandler::later_for(const HttpRequest &request, const CallRequest &call,
+                                                const std::string &id, const Logged &logged,
+                                                CallResult &result)
+{
+    const std::string *origin = request.header("origin");
+    return Later{
+        ++last_token_, shape_of(request, call),     id, origin ? *origin : std::string(), logged,
+        result.limits, std::move(result.limit_hold)};
+}
+
+bool RequestHandler::elsewhere(Later waiting, CallRequest &call, CallResult &result,
+                               HttpResponse &response)
+{
+    // Nothing may throw once the helper has the call: the room and the record come first. The
+    // call keeps its place in its caller's in-flight count until its answer.
+    later_.reserve(later_.size() + 1);
+    call.limits_charged = true;
+    bool handed = false;
+    try {
+        handed = hand_off_->hand_off(waiting.token, call, result.share);
+    } catch (...) {
+        runner_.release(waiting.limit_hold); // not anyone's: it leaves the count
+        throw;
+    }
+    if (handed) {
+        response.later = waiting.token;
+        later_.push_back(std::move(waiting));
+        return true;
+    }
+    result = runner_.run(call); // no helper free: this worker runs it
+    runner_.release(waiting.limit_hold);
+    result.limits = waiting.limits;
+    return false;
 }
 
 void RequestHandler::add_limit_headers(HttpResponse &response, const LimitReport &report)
@@ -870,7 +879,14 @@ bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpRespons
     if (const cors::Origins &origins = cors_origins(); origins.enabled())
         cors::add_answer_headers(origins, later.origin, response);
     note_result(later.logged, result);
-    answer_call(result, later.shape, response, later.request_id);
+    if (later.tool.empty())
+        answer_call(result, later.shape, response, later.request_id);
+    else {
+        response.status = 200; // as POST /mcp answers a tool call (mcp_endpoint.cpp)
+        response.content_type = "application/json";
+        if (tool_answer(result, later.rpc_id, response, later.request_id) == ToolOutcome::unknown)
+            unknown_tool(response, later.rpc_id, later.tool);
+    }
     count(response);
     if (tracing())
         log_answer(later.logged, response, later.request_id);

@@ -100,6 +100,12 @@ class RequestHandler {
     ToolOutcome call_tool(const HttpRequest &request, const std::string &name,
                           const json_body::Value *args, const std::string &rpc_id,
                           HttpResponse &response, const std::string &id, Logged &logged);
+    // A tool call's result as the tool's answer (an HTTP error for the caller's key, limits or the
+    // server's state), and the answer for a tool the caller may not call.
+    ToolOutcome tool_answer(CallResult &result, const std::string &rpc_id, HttpResponse &response,
+                            const std::string &id);
+    static void unknown_tool(HttpResponse &response, const std::string &rpc_id,
+                             const std::string &name);
     void count(const HttpResponse &response);
     void handle_query(const HttpRequest &request, const std::string &name, HttpResponse &response,
                       const std::string &id, Logged &logged);
@@ -158,7 +164,16 @@ class RequestHandler {
         Logged logged;
         LimitReport limits;
         LimitHold limit_hold; // its place in its caller's in-flight count
+        // An MCP tools/call's (http/mcp_endpoint.cpp): the JSON-RPC id and the tool, whose answer
+        // is JSON-RPC's; empty for /q/{name}.
+        std::string rpc_id;
+        std::string tool;
     };
+    Later later_for(const HttpRequest &request, const CallRequest &call, const std::string &id,
+                    const Logged &logged, CallResult &result);
+    // A call the runner left for a helper (result.for_helper): handed to one (true, with
+    // response.later set), or run here when no helper can take it (false, result its answer).
+    bool elsewhere(Later waiting, CallRequest &call, CallResult &result, HttpResponse &response);
 
     QueryRunner &runner_;
     CallHandOff *hand_off_;

@@ -65,7 +65,9 @@ void QueryRunner::release(LimitHold &hold)
     hold = LimitHold();
 }
 
-void QueryRunner::release_export() {} // the fake answers no export
+void QueryRunner::release_export(int) {} // the fake answers no export
+
+void QueryRunner::helper_ran(const std::string &, long long, long long) {} // nor hands any off
 
 // One query with a parameter and a masked column: enough for the documents to be made.
 ApiError QueryRunner::describe(const CallRequest &, api_description::Api &out, LimitReport &)
@@ -204,6 +206,8 @@ int event_buffer = 0;
 int max_event_streams = 500;
 int max_event_streams_per_key = 2;
 int event_keepalive = 15;
+int export_min_rate = 64;
+int export_rate_window = 30;
 unsigned long generation = 0;
 
 } // namespace settings

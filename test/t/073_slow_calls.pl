@@ -68,11 +68,20 @@ is(ran_in(0.3), 'querygate helper', 'a read that ran past the threshold was run 
 is(ran_in(0.05), 'querygate helper', 'its query\'s next call goes to a helper at once');
 is(ran_in(0), 'querygate helper', 'and one that turns out quick there too');
 is(ran_in(0), 'querygate http worker', 'which brings the query back to the worker');
+# An MCP tools/call is a call too: its answer waits for the helper as /q/{name}'s does.
+my $mcp = $qg->post('/mcp', { jsonrpc => '2.0', id => 1, method => 'tools/call',
+	params => { name => 'sc_slow', arguments => { s => 0.3 } } }, key => $a);
+is($mcp->{status}, 200, 'a slow tools/call over MCP: 200') or diag(QuerygateTest::describe($mcp));
+is($mcp->{json}{id}, 1, 'its JSON-RPC answer, to its id');
+is(kind_of($mcp->{json}{result}{structuredContent}{rows}[0]{pid}), 'querygate helper', 'run by a helper');
+is(ran_in(0), 'querygate helper', 'the query is slow now for /q/{name} too: one quick run in a helper');
+is(ran_in(0), 'querygate http worker', 'brings it back');
+
 my $counted = sub { $qg->sql(q{SELECT coalesce(sum(calls), 0) FROM querygate.stat_queries
 	WHERE query = 'sc_slow'}) };
-QuerygateTest::poll_until(sub { $counted->() >= 5 }, timeouts(10));
+QuerygateTest::poll_until(sub { $counted->() >= 8 }, timeouts(10));
 sleep(1); # what a helper counted reaches the table within its report interval
-is($counted->(), '5', 'each call counted once: not the run the worker stopped');
+is($counted->(), '8', 'each call counted once: not the run the worker stopped');
 
 # --- one key's 8 calls of 2 s: 6 of them in helpers (its share), its other 2 behind them
 my $t0 = time();
