@@ -63,6 +63,7 @@ extern "C" {
 #include "worker/worker_load.hpp"
 
 #include <cerrno>
+#include <new>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -901,7 +902,11 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
             // A read that spent its budget here: it rolls back, and a helper runs it again from
             // the start, as it will this query's next calls.
             s.abort_call();
-            s.slow.spent_budget(query->name, query->revision);
+            try {
+                s.slow.spent_budget(query->name, query->revision);
+            } catch (const std::bad_alloc &) {
+                // Not marked: its next call is tried here again, under the budget.
+            }
             CallResult moved;
             moved.limits = result.limits;
             moved.limit_hold = result.limit_hold;
