@@ -54,21 +54,27 @@ void load_quota(const limit_table::Subject &who, int64 &period_start_us, int64 &
     });
 }
 
+// The limits an accepted caller is charged under: a key's merged over its policy's, a token's
+// its policy's.
+rate_limits::Limits limits_of(const Caller &caller)
+{
+    return caller.key != nullptr ? rate_limits::merge(caller.key->limits, caller.policy->limits)
+                                 : caller.policy->limits;
+}
+
 } // namespace
 
 ApiError charge_caller(const Caller &caller, LimitReport &report, LimitHold &hold)
 {
     limit_table::Subject who;
-    rate_limits::Limits limits;
     if (caller.key != nullptr) {
         who.kind = limit_table::Kind::key;
         who.key_id = caller.key->id;
-        limits = rate_limits::merge(caller.key->limits, caller.policy->limits);
     } else {
         who.kind = limit_table::Kind::policy;
         who.name = caller.policy->name;
-        limits = caller.policy->limits;
     }
+    const rate_limits::Limits limits = limits_of(caller);
     if (!limits.any())
         return ApiError();
     return limit_table::admit(who, limits, unix_now_us(), report, hold,
@@ -82,10 +88,7 @@ void charge_length(const Caller &caller, const LimitHold &hold, unsigned long lo
     const unsigned long long pages = (rows + page - 1) / page;
     if (pages <= 1 || !hold.held())
         return;
-    const rate_limits::Limits limits =
-        caller.key != nullptr ? rate_limits::merge(caller.key->limits, caller.policy->limits)
-                              : caller.policy->limits;
-    limit_table::owe(hold, limits, unix_now_us(), static_cast<double>(pages - 1));
+    limit_table::owe(hold, limits_of(caller), unix_now_us(), static_cast<double>(pages - 1));
 }
 
 ApiError charge_address(const std::string &address, LimitReport &report)
