@@ -81,14 +81,14 @@ ApiError charge_caller(const Caller &caller, LimitReport &report, LimitHold &hol
                               [&who](int64 &start, int64 &used) { load_quota(who, start, used); });
 }
 
-void charge_length(const Caller &caller, const LimitHold &hold, unsigned long long rows)
+void charge_length(const LimitHold &hold, unsigned long long rows) noexcept
 {
     const unsigned long long page =
         static_cast<unsigned long long>(std::max(1, settings::max_page_size));
     const unsigned long long pages = (rows + page - 1) / page;
     if (pages <= 1 || !hold.held())
         return;
-    limit_table::owe(hold, limits_of(caller), unix_now_us(), static_cast<double>(pages - 1));
+    limit_table::owe(hold, unix_now_us(), static_cast<double>(pages - 1));
 }
 
 ApiError charge_address(const std::string &address, LimitReport &report)

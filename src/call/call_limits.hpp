@@ -18,8 +18,9 @@ ApiError charge_caller(const Caller &caller, LimitReport &report, LimitHold &hol
 
 // An export of `rows` rows, charged once by charge_caller, costs what paging through it would:
 // one call per querygate.max_page_size rows. The rest is owed by the caller's rate limit (its next
-// calls wait until it is paid); its quota counts the call once.
-void charge_length(const Caller &caller, const LimitHold &hold, unsigned long long rows);
+// calls wait until it is paid), under the call's hold; its quota counts the call once. Never
+// throws.
+void charge_length(const LimitHold &hold, unsigned long long rows) noexcept;
 
 // A call with no valid credentials from `address`, under querygate.anonymous_rate_limit: a 429
 // error when over it (none when the limit is off). Needs no transaction.

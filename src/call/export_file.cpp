@@ -32,6 +32,11 @@ int create()
     return fd;
 }
 
+int open_for(const std::string &path)
+{
+    return path.empty() ? create() : open(path.c_str(), O_WRONLY | O_CLOEXEC);
+}
+
 void append(int fd, StringInfo buf, uint64 &written, uint64 limit)
 {
     if (limit > 0 && written + static_cast<uint64>(buf->len) > limit)

@@ -15,6 +15,8 @@ extern "C" {
 #include "lib/stringinfo.h"
 }
 
+#include <string>
+
 namespace export_file {
 
 // Rows fetched from the cursor at a time, and the bytes gathered before they are written out.
@@ -23,6 +25,11 @@ constexpr int flush_bytes = 256 * 1024;
 
 // A new, nameless file open for reading and writing; -1 (errno set) when none can be made.
 int create();
+
+// The file an export's rows are written to: a new one (create) when `path` is empty, else the
+// one another process holds, opened for writing by the path it gave (a worker's, handing the
+// export to a helper: FileBody::path_for_others); -1 (errno set) when it cannot be opened.
+int open_for(const std::string &path);
 
 // Appends what buf holds to the file and empties buf; `written` counts the file's bytes. ERROR
 // when the file would pass `limit` bytes (response_too_large_sqlstate, as an answer over

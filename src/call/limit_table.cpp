@@ -510,19 +510,20 @@ ApiError admit(const Subject &who, const rate_limits::Limits &limits, int64 now_
         break;
     }
     hold.entry = reinterpret_cast<uintptr_t>(s);
+    hold.rate_per_second = limits.rate_per_second;
+    hold.capacity = capacity;
     held->push_back(hold.entry); // reserved above: cannot throw
     return ApiError();
 }
 
-void owe(const Hold &hold, const rate_limits::Limits &limits, int64 now_us, double calls) noexcept
+void owe(const Hold &hold, int64 now_us, double calls) noexcept
 {
-    if (!hold.held() || table == nullptr || limits.rate_per_second <= 0 || calls <= 0)
+    if (!hold.held() || table == nullptr || hold.rate_per_second <= 0 || calls <= 0)
         return;
     // A held slot keeps its caller (only a slot with nothing in flight is forgotten).
     Slot &s = *reinterpret_cast<Slot *>(hold.entry);
     SpinLockAcquire(&s.mutex);
-    rate_limits::owe(s.bucket, limits.rate_per_second, rate_limits::capacity(limits), now_us,
-                     calls);
+    rate_limits::owe(s.bucket, hold.rate_per_second, hold.capacity, now_us, calls);
     SpinLockRelease(&s.mutex);
 }
 

@@ -63,8 +63,9 @@ ApiError admit(const Subject &who, const rate_limits::Limits &limits, int64 now_
                LimitReport &report, Hold &hold, const LoadQuota &load);
 
 // The call under `hold` cost `calls` more than the one charged (an export, by its length): its
-// caller's bucket owes them (rate_limits::owe). Nothing when it holds nothing or has no rate.
-void owe(const Hold &hold, const rate_limits::Limits &limits, int64 now_us, double calls) noexcept;
+// caller's bucket owes them (rate_limits::owe), at the rate it was charged under. Nothing when it
+// holds nothing or has no rate.
+void owe(const Hold &hold, int64 now_us, double calls) noexcept;
 
 // The call under `hold` has ended: its caller's in-flight count goes down. Clears hold. Holds
 // this process has not given back when it exits are given back then.

@@ -296,9 +296,10 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
     const long page_size = request.page_size;
     const AnswerFormat format = request.format;
     MemoryContext request_cxt = request_context;
-    // An export writes every row to its file (export_file.hpp), which the answer is sent from; the
-    // file is closed on every way out but the one that hands it on.
-    FileBody file(request.stream ? export_file::create() : -1, 0);
+    // An export writes every row to its file (export_file.hpp), which the answer is sent from: a
+    // new one, or in a helper its worker's. It is closed on every way out but the one that hands
+    // it on.
+    FileBody file(request.stream ? export_file::open_for(request.export_to) : -1, 0);
     if (request.stream && !file.present())
         throw std::runtime_error(std::string("no file for an export: ") + strerror(errno));
     const int export_fd = file.fd();
@@ -775,10 +776,12 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
     s.timeout_ms = 0;
     // Writes go to helpers unless group commit holds them in the worker; reads are given the
     // worker's budget (call/worker_budget.hpp) when a helper could take them over. An export
-    // writes its file in the worker (call/export_file.hpp), so it is neither.
+    // reads every row, the longest call there is: it goes to a helper once checked, its file and
+    // place held here (call/export_file.hpp). A threshold of 0 keeps every read here.
     const bool may_help = may_hand_off && settings::helpers > 0;
     const bool hand_off = may_help && !settings::group_commit;
-    const int budget_ms = may_help && !request.stream ? settings::slow_call_threshold : 0;
+    const bool reads_move = may_help && settings::slow_call_threshold > 0;
+    const int budget_ms = reads_move && !request.stream ? settings::slow_call_threshold : 0;
 
     char hash_hex[2 * secrets::sha256_length + 1];
     key_hash_hex(request.secret, hash_hex);
@@ -854,8 +857,17 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
             } else if (request.stream && entry.analysis->write_ops != 0) {
                 result.error = api_errors::make(error_code::invalid_stream,
                                                 "a call that writes cannot be streamed");
-            } else if (request.stream && (result.error = take_export(caller, export_slot)).set()) {
-                // No place for it: the server's are all taken, or this caller's share.
+            } else if (request.stream && request.export_to.empty() &&
+                       (result.error = take_export(caller, export_slot)).set()) {
+                // No place for it: the server's are all taken, or this caller's share. (A helper
+                // writing a worker's export runs in the place the worker took.)
+            } else if (request.stream && reads_move) {
+                // The file the helper writes the rows into, which this worker then sends.
+                result.file = FileBody(export_file::create(), 0);
+                if (!result.file.present())
+                    throw std::runtime_error(std::string("no file for an export: ") +
+                                             strerror(errno));
+                result.for_helper = true; // this read-only transaction commits, having run nothing
             } else if (entry.analysis->write_ops != 0 && hand_off) {
                 result.for_helper = true; // this read-only transaction commits, having run nothing
             } else {
@@ -872,7 +884,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
                 s.execute(*query, entry, *caller.policy, decision, values, request,
                           settings::history && caller.policy->history_params, result);
                 if (result.file.present())
-                    charge_length(caller, result.limit_hold, result.rows);
+                    charge_length(result.limit_hold, result.rows);
                 result.ran_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                     std::chrono::steady_clock::now() - ran_from)
                                     .count();
@@ -997,6 +1009,11 @@ void QueryRunner::record(const CallRecord &call) noexcept
 void QueryRunner::release_export(int slot)
 {
     export_slots::give(slot);
+}
+
+void QueryRunner::charge_export(const LimitHold &hold, unsigned long long rows)
+{
+    charge_length(hold, rows);
 }
 
 void QueryRunner::helper_ran(const std::string &query, long long revision, long long ran_us)

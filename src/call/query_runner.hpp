@@ -86,6 +86,9 @@ class QueryRunner {
     // An export's file was sent, or its connection is gone: its place among querygate.max_exports
     // goes back (CallResult::export_slot, set when the call took one).
     void release_export(int slot);
+    // An export a helper wrote `rows` into, charged by its length under its call's hold
+    // (call/call_limits.hpp: charge_length) before the hold is released. Never throws.
+    void charge_export(const LimitHold &hold, unsigned long long rows);
     // A call with no credentials at all from `address`: a 429 error when over
     // querygate.anonymous_rate_limit (call/call_limits.hpp), else none.
     ApiError limit_anonymous(const std::string &address, LimitReport &report);

@@ -33,6 +33,10 @@ struct LimitReport {
 // ends; opaque to everyone else. Plain data: taking and giving back one allocates nothing.
 struct LimitHold {
     std::uintptr_t entry = 0; // 0: none held
+    // The bucket the call was charged from, which an export then owes its length to
+    // (limit_table::owe), wherever its rows were written: the caller is no longer at hand there.
+    double rate_per_second = 0;
+    long capacity = 0;
     bool held() const { return entry != 0; }
 };
 
@@ -78,12 +82,19 @@ struct CallRequest {
     // Set where a worker already charged the call to its caller's limits (a helper runs
     // the call again, and must not charge it twice). Never set from a request.
     bool limits_charged = false;
+    // An export a worker hands to a helper: the path by which the helper opens the file the
+    // worker holds (FileBody::path_for_others), to write the rows into. The worker also holds the
+    // export's place. Never set from a request.
+    std::string export_to;
 };
 
 struct CallResult {
-    ApiError error;       // set() when the call failed
-    std::string body;     // the rows on success, in the request's format
-    FileBody file;        // an export's rows (the request's stream), instead of body
+    ApiError error;   // set() when the call failed
+    std::string body; // the rows on success, in the request's format
+    FileBody file;    // an export's rows (the request's stream), instead of body
+    // An export a helper wrote into its worker's file (CallRequest::export_to): the file's size.
+    // The file stays with the process that holds it; only its size travels (call_codec).
+    std::uint64_t written = 0;
     int export_slot = -1; // with file: its place among the exports (call/export_slots.hpp)
     bool has_more = false;
     unsigned long long rows = 0; // rows in body, or changed by a write that returns none

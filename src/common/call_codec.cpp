@@ -128,6 +128,8 @@ void encode(const CallRequest &request, std::string &out)
     w.number(static_cast<std::int64_t>(request.format));
     w.number(request.timeout_ms);
     w.text(request.request_id);
+    w.flag(request.stream);
+    w.text(request.export_to);
 }
 
 void encode(const CallResult &result, std::string &out)
@@ -153,6 +155,8 @@ void encode(const CallResult &result, std::string &out)
     w.text(result.masked);
     w.text(result.params);
     w.number(static_cast<std::int64_t>(result.ran_us));
+    w.number(
+        static_cast<std::int64_t>(result.file.present() ? result.file.size() : result.written));
 }
 
 bool decode(const char *data, std::size_t size, CallRequest &out)
@@ -167,7 +171,8 @@ bool decode(const char *data, std::size_t size, CallRequest &out)
         if (!r.text(p.name) || !r.text(p.value) || !r.flag(p.is_null))
             return false;
     return r.number(out.page) && r.number(out.page_size) && r.format(out.format) &&
-           r.number(out.timeout_ms) && r.text(out.request_id) && r.done();
+           r.number(out.timeout_ms) && r.text(out.request_id) && r.flag(out.stream) &&
+           r.text(out.export_to) && r.done();
 }
 
 bool decode(const char *data, std::size_t size, CallResult &out)
@@ -181,12 +186,14 @@ bool decode(const char *data, std::size_t size, CallResult &out)
     for (auto &e : out.error.errors)
         if (!r.text(e.first) || !r.text(e.second))
             return false;
-    std::int64_t rows = 0, revision = 0, ran_us = 0;
+    std::int64_t rows = 0, revision = 0, ran_us = 0, written = 0;
     int version = 0;
     if (!r.text(out.error.allow) || !r.text(out.body) || !r.flag(out.has_more) ||
         !r.flag(out.for_helper) || !r.number(rows) || !r.number(revision) || !r.number(version) ||
-        !r.text(out.masked) || !r.text(out.params) || !r.number(ran_us) || !r.done() || rows < 0)
+        !r.text(out.masked) || !r.text(out.params) || !r.number(ran_us) || !r.number(written) ||
+        !r.done() || rows < 0 || written < 0)
         return false;
+    out.written = static_cast<std::uint64_t>(written);
     out.rows = static_cast<unsigned long long>(rows);
     out.ran_us = ran_us;
     out.revision = revision;

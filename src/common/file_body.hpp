@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unistd.h>
 #include <utility>
 
@@ -31,6 +32,14 @@ class FileBody {
     bool present() const { return fd_ >= 0; }
     int fd() const { return fd_; }
     std::uint64_t size() const { return size_; }
+    // How another process of this server, running as the same user, opens this file while this
+    // one holds it (a helper writing an export: worker/call_helpers.hpp): through /proc, which
+    // reaches a file that has no name. Empty when none is held.
+    std::string path_for_others() const
+    {
+        return fd_ < 0 ? std::string()
+                       : "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd_);
+    }
     // The descriptor, now the caller's to close.
     int release() { return std::exchange(fd_, -1); }
     void reset()

@@ -694,6 +694,9 @@ bool HttpServer::answer_later(std::uint64_t token, HttpResponse &&response)
     later_.erase(it);
     // The connection is suspended already: held, it stays so; otherwise it is resumed to send.
     const std::uint64_t mark = hold_ ? hold_() : 0;
+    // As for an answer made at once: it runs however the request ends (an export's place).
+    if (response.on_done)
+        later.state->on_done = std::move(response.on_done);
     later.state->response = std::move(response);
     later.state->held = true;
     if (mark != 0) {

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <climits>
 #include <string_view>
+#include <utility>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -751,8 +752,15 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         return;
     note_result(logged, result);
     answer_call(result, shape_of(request, call), response, id);
+    give_back_when_sent(response, result.export_slot);
+}
+
+void RequestHandler::give_back_when_sent(HttpResponse &response, int export_slot)
+{
     if (response.file.present())
-        response.on_done = [this, slot = result.export_slot] { runner_.release_export(slot); };
+        response.on_done = [this, export_slot] { runner_.release_export(export_slot); };
+    else
+        runner_.release_export(export_slot); // an error, or nothing to send: it is done
 }
 
 RequestHandler::Later RequestHandler::later_for(const HttpRequest &request, const CallRequest &call,
@@ -760,9 +768,12 @@ RequestHandler::Later RequestHandler::later_for(const HttpRequest &request, cons
                                                 CallResult &result)
 {
     const std::string *origin = request.header("origin");
-    return Later{
+    Later later{
         ++last_token_, shape_of(request, call),     id, origin ? *origin : std::string(), logged,
         result.limits, std::move(result.limit_hold)};
+    later.file = std::move(result.file);
+    later.export_slot = std::exchange(result.export_slot, -1);
+    return later;
 }
 
 bool RequestHandler::elsewhere(Later waiting, CallRequest &call, CallResult &result,
@@ -770,13 +781,16 @@ bool RequestHandler::elsewhere(Later waiting, CallRequest &call, CallResult &res
 {
     // Nothing may throw once the helper has the call: the room and the record come first. The
     // call keeps its place in its caller's in-flight count until its answer.
-    later_.reserve(later_.size() + 1);
-    call.limits_charged = true;
+    // An export's rows go into the file this worker holds and sends.
+    call.export_to = waiting.file.path_for_others();
     bool handed = false;
     try {
+        later_.reserve(later_.size() + 1);
+        call.limits_charged = true;
         handed = hand_off_->hand_off(waiting.token, call, result.share);
     } catch (...) {
         runner_.release(waiting.limit_hold); // not anyone's: it leaves the count
+        runner_.release_export(waiting.export_slot);
         throw;
     }
     if (handed) {
@@ -784,7 +798,12 @@ bool RequestHandler::elsewhere(Later waiting, CallRequest &call, CallResult &res
         later_.push_back(std::move(waiting));
         return true;
     }
-    result = runner_.run(call); // no helper free: this worker runs it
+    // No helper free: this worker runs it, as a call of its own (an export takes its own file
+    // and place).
+    runner_.release_export(waiting.export_slot);
+    waiting.file.reset();
+    call.export_to.clear();
+    result = runner_.run(call);
     runner_.release(waiting.limit_hold);
     result.limits = waiting.limits;
     return false;
@@ -871,6 +890,11 @@ bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpRespons
         return false;
     Later later = std::move(*it);
     later_.erase(it);
+    if (later.file.present() && !result.error.set()) {
+        // An export the helper wrote: sent from this worker's file, charged by its length.
+        result.file = FileBody(later.file.release(), result.written);
+        runner_.charge_export(later.limit_hold, result.rows);
+    }
     runner_.release(later.limit_hold);
     if (!result.error.set()) // a call that failed there says nothing of how long its query takes
         runner_.helper_ran(later.logged.query, result.revision, result.ran_us);
@@ -879,9 +903,10 @@ bool RequestHandler::finish(std::uint64_t token, CallResult &result, HttpRespons
     if (const cors::Origins &origins = cors_origins(); origins.enabled())
         cors::add_answer_headers(origins, later.origin, response);
     note_result(later.logged, result);
-    if (later.tool.empty())
+    if (later.tool.empty()) {
         answer_call(result, later.shape, response, later.request_id);
-    else {
+        give_back_when_sent(response, later.export_slot);
+    } else {
         response.status = 200; // as POST /mcp answers a tool call (mcp_endpoint.cpp)
         response.content_type = "application/json";
         if (tool_answer(result, later.rpc_id, response, later.request_id) == ToolOutcome::unknown)

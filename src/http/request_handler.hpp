@@ -168,12 +168,18 @@ class RequestHandler {
         // is JSON-RPC's; empty for /q/{name}.
         std::string rpc_id;
         std::string tool;
+        // An export's: the file the helper writes its rows into, and its place among the exports,
+        // both this worker's until the answer is sent (or the call fails).
+        FileBody file;
+        int export_slot = -1;
     };
     Later later_for(const HttpRequest &request, const CallRequest &call, const std::string &id,
                     const Logged &logged, CallResult &result);
     // A call the runner left for a helper (result.for_helper): handed to one (true, with
     // response.later set), or run here when no helper can take it (false, result its answer).
     bool elsewhere(Later waiting, CallRequest &call, CallResult &result, HttpResponse &response);
+    // An answer sent from an export's file gives its place back once sent, or its connection gone.
+    void give_back_when_sent(HttpResponse &response, int export_slot);
 
     QueryRunner &runner_;
     CallHandOff *hand_off_;

@@ -66,6 +66,7 @@ void QueryRunner::release(LimitHold &hold)
 }
 
 void QueryRunner::release_export(int) {} // the fake answers no export
+void QueryRunner::charge_export(const LimitHold &, unsigned long long) {}
 
 void QueryRunner::helper_ran(const std::string &, long long, long long) {} // nor hands any off
 

@@ -3,7 +3,7 @@
 # stopped and run again by a helper, and its query's next calls go to helpers while they stay slow;
 # one caller, and one policy, hold at most querygate.caller_share of a worker's helpers, so another
 # caller's lookup is answered at once and its slow call finds a helper; a caller that hangs up frees
-# its helper.
+# its helper; an export's query runs in a helper, its file sent by the worker.
 # Runs alone: it measures answers on the wall clock.
 use strict;
 use warnings;
@@ -121,6 +121,26 @@ ok(QuerygateTest::poll_until(sub { sleeping() == 0 }, timeouts(5)),
 $res = $qg->get('/q/sc_slow?s=0.05', key => $a);
 is($res->{status}, 200, 'the key calls again at once');
 
+# --- exports: a key's three slow exports run in helpers, and another key's lookup is answered
+my @exports = map {
+	my $sock = $qg->connect_raw;
+	syswrite($sock, "GET /q/sc_slow?s=2&stream=true HTTP/1.1\r\nHost: test\r\nX-API-Key: $a\r\n\r\n");
+	$sock
+} 1 .. 3;
+ok(QuerygateTest::poll_until(sub { sleeping() >= 3 }, timeouts(10)), 'three helpers run the key\'s exports');
+$lookup_t0 = time();
+$res = $qg->get('/q/sc_lookup?id=4', key => $b);
+$took = time() - $lookup_t0;
+is($res->{content}, '[{"v":"v4"}]', 'another key\'s lookup meanwhile');
+cmp_ok($took, '<', 0.1 * $F, "answered within 100 ms ($took s)");
+for my $sock (@exports)
+{
+	my ($st, $exported) = QuerygateTest::read_response($sock, timeouts(10));
+	is($st, 200, 'an export written by a helper: 200');
+	like($exported // '', qr/^\[\{"slept":false,"pid":\d+\}\]$/, 'its rows, sent from the worker');
+	is(kind_of(($exported // '') =~ /"pid":(\d+)/ ? $1 : undef), 'querygate helper', 'written by a helper');
+}
+
 # --- its own time limit, shorter than the threshold's handing on, is kept
 $qg->expect_error($qg->get('/q/sc_slow?s=30&timeout=0.3', key => $a), 504, 'query_timeout',
 	'a caller\'s time limit holds in a helper');
@@ -129,5 +149,8 @@ $qg->expect_error($qg->get('/q/sc_slow?s=30&timeout=0.3', key => $a), 504, 'quer
 $qg->set_and_reload('querygate.slow_call_threshold', '0');
 ok(QuerygateTest::poll_until(sub { ran_in(0.05) eq 'querygate http worker' }, timeouts(10)),
 	'with the threshold 0, a slow read runs in the worker');
+$res = $qg->get('/q/sc_slow?s=0.05&stream=true', key => $a);
+is($res->{status}, 200, 'an export with the threshold 0');
+is(kind_of($res->{json}[0]{pid}), 'querygate http worker', 'is written by the worker');
 
 done_testing();

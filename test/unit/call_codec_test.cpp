@@ -5,6 +5,7 @@
 #include "common/call_codec.hpp"
 #include "tap.hpp"
 
+#include <fcntl.h>
 #include <string>
 
 namespace {
@@ -26,6 +27,8 @@ CallRequest sample_request()
     r.format = AnswerFormat::tsv;
     r.timeout_ms = 1500;
     r.request_id = "abc-123";
+    r.stream = true;
+    r.export_to = "/proc/4242/fd/17";
     return r;
 }
 
@@ -44,6 +47,7 @@ CallResult sample_result()
     r.masked = "[\"ssn\",\"email\"]";
     r.params = "{\"id\":7,\"ssn\":\"4b2f\"}";
     r.ran_us = 2345678;
+    r.written = 9876543210ULL;
     return r;
 }
 
@@ -52,7 +56,7 @@ bool same(const CallRequest &a, const CallRequest &b)
     if (a.query != b.query || a.secret != b.secret || a.bearer_token != b.bearer_token ||
         a.client_ip != b.client_ip || a.page != b.page || a.page_size != b.page_size ||
         a.format != b.format || a.timeout_ms != b.timeout_ms || a.request_id != b.request_id ||
-        a.params.size() != b.params.size())
+        a.stream != b.stream || a.export_to != b.export_to || a.params.size() != b.params.size())
         return false;
     for (std::size_t i = 0; i < a.params.size(); i++)
         if (a.params[i].name != b.params[i].name || a.params[i].value != b.params[i].value ||
@@ -68,7 +72,7 @@ bool same(const CallResult &a, const CallResult &b)
            a.error.allow == b.error.allow && a.body == b.body && a.has_more == b.has_more &&
            a.for_helper == b.for_helper && a.rows == b.rows && a.revision == b.revision &&
            a.version == b.version && a.masked == b.masked && a.params == b.params &&
-           a.ran_us == b.ran_us;
+           a.ran_us == b.ran_us && a.written == b.written;
 }
 
 void round_trips()
@@ -78,13 +82,22 @@ void round_trips()
     call_codec::encode(request, bytes);
     CallRequest back;
     ok(call_codec::decode(bytes.data(), bytes.size(), back) && same(request, back),
-       "a request comes back whole (NUL in the key, null and empty parameters)");
+       "a request comes back whole (NUL in the key, null and empty parameters, an export's path)");
 
     const CallResult result = sample_result();
     call_codec::encode(result, bytes);
     CallResult rback;
     ok(call_codec::decode(bytes.data(), bytes.size(), rback) && same(result, rback),
-       "a result comes back whole (an error with problems, a 200 kB body)");
+       "a result comes back whole (an error with problems, a 200 kB body, an export's size)");
+
+    // A helper's export: the file stays with it, its size goes back.
+    CallResult exported;
+    exported.file = FileBody(open("/dev/null", O_RDONLY | O_CLOEXEC), 1234567);
+    call_codec::encode(exported, bytes);
+    CallResult xback;
+    ok(exported.file.present() && call_codec::decode(bytes.data(), bytes.size(), xback) &&
+           !xback.file.present() && xback.written == 1234567,
+       "an export's file stays where it is written; its size is what comes back");
 
     CallRequest empty;
     call_codec::encode(empty, bytes);
@@ -126,11 +139,11 @@ void damage()
     ok(!call_codec::decode(result.data(), result.size(), as_request),
        "a result is not read as a request");
 
-    // The format sits before the timeout and the request id (here empty: its length alone): one
-    // past the last.
+    // The format sits before the timeout, the request id, the stream flag and the export's path
+    // (the strings here empty: their lengths alone): one past the last.
     std::string formatted;
     call_codec::encode(CallRequest(), formatted);
-    const std::size_t format_at = formatted.size() - 4 - 8 - 8;
+    const std::size_t format_at = formatted.size() - 4 - 1 - 4 - 8 - 8;
     formatted[format_at] = static_cast<char>(std::size(answer_format::all));
     CallRequest unformatted;
     ok(!call_codec::decode(formatted.data(), formatted.size(), unformatted),
