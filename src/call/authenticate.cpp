@@ -48,7 +48,7 @@ void Authenticator::configure(const CatalogCache &cache)
         verifier_.configure(jwt::Config(), ignored);
 }
 
-ApiError Authenticator::authenticate(const CatalogCache &cache, const CallRequest &request,
+ApiError Authenticator::authenticate(CatalogCache &cache, const CallRequest &request,
                                      const char *key_hash_hex, Caller &caller)
 {
     std::string policy_name;

@@ -37,8 +37,8 @@ class Authenticator {
   public:
     // key_hash_hex: the SHA-256 of request.secret in lower-case hex (only hashes are compared).
     // One answer, unauthorized, for every failure: a caller learns nothing from the difference.
-    ApiError authenticate(const CatalogCache &cache, const CallRequest &request,
-                          const char *key_hash_hex, Caller &caller);
+    ApiError authenticate(CatalogCache &cache, const CallRequest &request, const char *key_hash_hex,
+                          Caller &caller);
 
   private:
     // Rebuilds the verifier when the JWKS or a jwt_* setting changed.

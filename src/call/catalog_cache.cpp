@@ -4,17 +4,22 @@
 #include "auth/secrets.hpp"
 
 extern "C" {
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
+#include "utils/snapmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 }
 
 #include "common/comma_list.hpp"
+#include "common/settings.hpp"
 #include "pg/pg_guard.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -49,23 +54,37 @@ std::string hash_key_for(const std::string &mask_secret, const std::string &poli
     return std::string(reinterpret_cast<const char *>(key), sizeof(key));
 }
 
-// Receiver state. The callback runs inside PostgreSQL's invalidation processing: it only sets a
-// flag.
+// Receiver state. The callback runs inside PostgreSQL's invalidation processing: it only sets
+// flags, one for each part of the cache a table feeds. api_key's changes come one key at a time
+// (key_changes.hpp), except on a hot standby, where its message (replayed from the WAL) is all
+// there is: there every key is forgotten.
+enum Part : unsigned {
+    queries_part = 1,
+    policies_part = 2,
+    jwks_part = 4,
+    keys_part = 8, // every cached key forgotten
+    every_part = 15,
+};
 constexpr int catalog_table_count = 7;
 const char *const catalog_tables[catalog_table_count] = {
     "saved_query", "policy", "query_grant", "api_key", "mask_rule", "jwks", "mask_secret"};
+// What a change to each table (in the order above) makes stale. A mask_secret change is the
+// policies': their hash keys derive from it.
+const unsigned table_parts[catalog_table_count] = {
+    queries_part, policies_part, policies_part, keys_part, policies_part, jwks_part, policies_part};
+constexpr int api_key_table = 3;
 Oid watched[catalog_table_count] = {InvalidOid};
-bool dirty = true;
+unsigned dirty = every_part;
 
 void on_relcache_invalidation(Datum, Oid relid)
 {
     if (relid == InvalidOid) {
-        dirty = true;
+        dirty = every_part; // a lost message (the queue overflowed): anything may have changed
         return;
     }
-    for (Oid w : watched)
-        if (w == relid)
-            dirty = true;
+    for (int i = 0; i < catalog_table_count; i++)
+        if (watched[i] == relid && (i != api_key_table || RecoveryInProgress()))
+            dirty |= table_parts[i];
 }
 
 // Rows of a catalog statement as C strings (nullptr for NULL), copied out of SPI's memory into the
@@ -116,6 +135,22 @@ rate_limits::Limits read_limits(const TextRows &rows, uint64 r, int first)
     return l;
 }
 
+// The digest key_changes names a key by, from its hash in hex (as the api_key trigger takes it
+// from the hash's bytes).
+std::uint64_t digest_of_hex(const std::string &hex)
+{
+    unsigned char prefix[8] = {0};
+    const auto nibble = [](char c) {
+        return static_cast<unsigned>(c >= 'a'   ? c - 'a' + 10
+                                     : c >= 'A' ? c - 'A' + 10
+                                                : c - '0') &
+               15u;
+    };
+    for (std::size_t i = 0; i < sizeof(prefix) && 2 * i + 1 < hex.size(); i++)
+        prefix[i] = static_cast<unsigned char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
+    return key_changes::digest(prefix, sizeof(prefix));
+}
+
 } // namespace
 
 void CatalogCache::register_invalidation()
@@ -125,8 +160,35 @@ void CatalogCache::register_invalidation()
 
 bool CatalogCache::refresh()
 {
-    if (!dirty)
-        return installed_;
+    if (dirty != 0) {
+        // Taken before anything is read: a message that arrives while the parts load (a lock
+        // taken lets it in) is of a change committed after this transaction's snapshot, so it is
+        // not in them, and its flag must stay for the next request.
+        const unsigned stale = dirty;
+        dirty = 0;
+        try {
+            if (!reload(stale)) {
+                dirty |= every_part; // so that its creation is noticed by the next request
+                return false;
+            }
+        } catch (...) {
+            dirty |= stale; // loaded again by the next request
+            throw;
+        }
+    }
+    // Keys changed since the last call: forgotten here, fetched again when presented.
+    if (key_reader_.read(changed_keys_))
+        forget_keys();
+    else if (!changed_keys_.empty()) {
+        for (std::uint64_t digest : changed_keys_)
+            forget_key(digest);
+        key_changes_++;
+    }
+    return true;
+}
+
+bool CatalogCache::reload(unsigned stale)
+{
     bool installed = false;
     pg::guard([&] {
         Oid nsp = get_namespace_oid("querygate", true);
@@ -137,19 +199,31 @@ bool CatalogCache::refresh()
         }
         installed = all;
     });
-    keys_.clear();
-    policies_.clear();
-    queries_.clear();
+    if (!installed)
+        stale = every_part;
+    if (stale & queries_part)
+        queries_.clear();
+    if (stale & policies_part)
+        policies_.clear();
+    if (stale & jwks_part)
+        jwks_.clear();
+    if (stale & keys_part)
+        forget_keys();
+    if (stale & (queries_part | policies_part | jwks_part))
+        generation_++;
     installed_ = installed;
-    generation_++;
-    if (installed)
-        load();
-    // Stays dirty while the extension is missing, so its creation is noticed by the next request.
-    dirty = !installed;
-    return installed_;
+    if (!installed)
+        return false;
+    if (stale & queries_part)
+        load_queries();
+    if (stale & policies_part)
+        load_policies();
+    if (stale & jwks_part)
+        load_jwks();
+    return true;
 }
 
-void CatalogCache::load()
+void CatalogCache::load_queries()
 {
     // The worker's search_path follows the saved queries it runs, so every function, operator and
     // type here is schema-qualified: nothing a search_path names can run in this superuser session.
@@ -179,7 +253,10 @@ void CatalogCache::load()
         }
         queries_.emplace(cq.name, std::move(cq));
     }
+}
 
+void CatalogCache::load_policies()
+{
     // Policies and their mask rules, decoded as the administration functions decode them.
     TextRows m = fetch((std::string(mask_rows_select) + " ORDER BY policy, pattern").c_str());
     std::unordered_map<std::string, std::pair<std::vector<const char *>, std::vector<const char *>>>
@@ -228,31 +305,6 @@ void CatalogCache::load()
             it->second.queries.insert(g.at(r, 1));
     }
 
-    TextRows k =
-        fetch(("SELECT name, policy, pg_catalog.encode(key_hash, 'hex'), "
-               "(EXTRACT(epoch FROM expires_at) OPERATOR(pg_catalog.*) 1000000)"
-               "::pg_catalog.int8, allowed_ips IS NULL, "
-               "pg_catalog.array_to_string(allowed_ips::pg_catalog.text[], ','), tenant, "
-               "id, " +
-               std::string(limit_columns) + " FROM querygate.api_key WHERE revoked_at IS NULL")
-                  .c_str());
-    for (uint64 r = 0; r < k.nrows; r++) {
-        CachedKey ck;
-        ck.name = k.at(r, 0);
-        ck.policy = k.at(r, 1) ? k.at(r, 1) : "";
-        ck.expires_at_unix_us = k.at(r, 3) ? std::strtoll(k.at(r, 3), nullptr, 10) : 0;
-        ck.any_address = std::strcmp(k.at(r, 4), "t") == 0;
-        if (!ck.any_address) {
-            std::string bad; // cidr values from the catalog always parse
-            ck.allowed_ips = client_address::parse_list(k.at(r, 5) ? k.at(r, 5) : "", bad);
-        }
-        ck.has_tenant = k.at(r, 6) != nullptr;
-        ck.tenant = ck.has_tenant ? k.at(r, 6) : "";
-        ck.id = std::strtoll(k.at(r, 7), nullptr, 10);
-        ck.limits = read_limits(k, r, 8);
-        keys_.emplace(k.at(r, 2), std::move(ck));
-    }
-
     TextRows secret = fetch("SELECT pg_catalog.encode(secret, 'hex') FROM querygate.mask_secret "
                             "ORDER BY created_at LIMIT 1");
     mask_secret_.clear();
@@ -265,14 +317,128 @@ void CatalogCache::load()
     for (auto &entry : policies_)
         entry.second.hash_key =
             hash_key_for(mask_secret_, entry.second.name, entry.second.hash_scope);
+}
+
+void CatalogCache::load_jwks()
+{
     TextRows jwks = fetch("SELECT keys::pg_catalog.text FROM querygate.jwks");
     jwks_ = jwks.nrows > 0 ? jwks.at(0, 0) : "";
 }
 
-const CachedKey *CatalogCache::find_key(const std::string &key_hash_hex) const
+// An active key's row by its hash: what authenticate() checks and its limits. Planned once; the
+// digest decoded in SQL, so the unique index on key_hash finds it.
+constexpr char key_by_hash[] =
+    "SELECT name, policy, "
+    "(EXTRACT(epoch FROM expires_at) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8, "
+    "allowed_ips IS NULL, pg_catalog.array_to_string(allowed_ips::pg_catalog.text[], ','), "
+    "tenant, id, rate_per_second, burst, max_in_flight, quota, quota_period " // limit_columns
+    "FROM querygate.api_key WHERE key_hash OPERATOR(pg_catalog.=) "
+    "pg_catalog.decode($1, 'hex') AND revoked_at IS NULL";
+
+bool CatalogCache::fetch_key(const std::string &key_hash_hex, CachedKey &out)
 {
-    auto it = keys_.find(key_hash_hex);
-    return it == keys_.end() ? nullptr : &it->second;
+    TextRows k;
+    SPIPlanPtr *plan = &key_plan_;
+    const char *hex = key_hash_hex.c_str();
+    pg::guard([&k, plan, hex] {
+        MemoryContext outer = CurrentMemoryContext;
+        if (SPI_connect() != SPI_OK_CONNECT)
+            elog(ERROR, "querygate: SPI_connect failed");
+        if (*plan == nullptr) {
+            Oid types[1] = {TEXTOID};
+            SPIPlanPtr prepared = SPI_prepare(key_by_hash, 1, types);
+            if (prepared == nullptr || SPI_keepplan(prepared) != 0)
+                elog(ERROR, "querygate: could not plan the key lookup");
+            *plan = prepared;
+        }
+        Datum values[1] = {CStringGetTextDatum(hex)};
+        // A snapshot taken now, after refresh() read the key changes: every change it was told of
+        // is in it, and a change it was not told of yet is told at the next call.
+        PushActiveSnapshot(GetLatestSnapshot());
+        const int rc = SPI_execute_plan(*plan, values, nullptr, true, 1);
+        PopActiveSnapshot();
+        if (rc != SPI_OK_SELECT)
+            elog(ERROR, "querygate: the key lookup failed");
+        k.nrows = SPI_processed;
+        k.ncols = SPI_tuptable->tupdesc->natts;
+        k.cells = static_cast<char **>(
+            MemoryContextAllocZero(outer, sizeof(char *) * Max(k.nrows * k.ncols, 1)));
+        for (uint64 r = 0; r < k.nrows; r++)
+            for (int c = 0; c < k.ncols; c++) {
+                char *v = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1);
+                k.cells[r * k.ncols + c] = v ? MemoryContextStrdup(outer, v) : nullptr;
+            }
+        SPI_finish();
+    });
+    if (k.nrows == 0)
+        return false;
+    out.name = k.at(0, 0);
+    out.policy = k.at(0, 1) ? k.at(0, 1) : "";
+    out.expires_at_unix_us = k.at(0, 2) ? std::strtoll(k.at(0, 2), nullptr, 10) : 0;
+    out.any_address = std::strcmp(k.at(0, 3), "t") == 0;
+    if (!out.any_address) {
+        std::string bad; // cidr values from the catalog always parse
+        out.allowed_ips = client_address::parse_list(k.at(0, 4) ? k.at(0, 4) : "", bad);
+    }
+    out.has_tenant = k.at(0, 5) != nullptr;
+    out.tenant = out.has_tenant ? k.at(0, 5) : "";
+    out.id = std::strtoll(k.at(0, 6), nullptr, 10);
+    out.limits = read_limits(k, 0, 7);
+    return true;
+}
+
+const CachedKey *CatalogCache::find_key(const std::string &key_hash_hex)
+{
+    const std::uint64_t digest = digest_of_hex(key_hash_hex);
+    if (const auto it = keys_.find(digest); it != keys_.end()) {
+        if (it->second->hash_hex == key_hash_hex) {
+            key_order_.splice(key_order_.begin(), key_order_, it->second); // used now
+            return &it->second->key;
+        }
+    }
+    // Room first, so that nothing fails once the key is fetched.
+    key_order_.emplace_front();
+    keys_.reserve(keys_.size() + 1);
+    KeyEntry &entry = key_order_.front();
+    bool found = false;
+    try {
+        found = fetch_key(key_hash_hex, entry.key);
+        if (found) {
+            entry.hash_hex = key_hash_hex;
+            entry.digest = digest;
+        }
+    } catch (...) {
+        key_order_.pop_front();
+        throw;
+    }
+    if (!found) {
+        key_order_.pop_front(); // an unknown key is not remembered: a new one needs no notice
+        return nullptr;
+    }
+    // Two hashes with one digest (as likely as a 64-bit collision): the newer is kept.
+    forget_key(digest);
+    keys_.emplace(digest, key_order_.begin());
+    const std::size_t most = static_cast<std::size_t>(std::max(1, settings::key_cache_size));
+    while (keys_.size() > most)
+        forget_key(key_order_.back().digest); // the least recently used
+    return &entry.key;
+}
+
+void CatalogCache::forget_key(std::uint64_t digest)
+{
+    const auto it = keys_.find(digest);
+    if (it == keys_.end())
+        return;
+    key_order_.erase(it->second);
+    keys_.erase(it);
+}
+
+void CatalogCache::forget_keys()
+{
+    keys_.clear();
+    key_order_.clear();
+    key_reader_.start(); // what changed before now concerns no key cached now
+    key_changes_++;
 }
 
 const CachedPolicy *CatalogCache::find_policy(const std::string &name) const

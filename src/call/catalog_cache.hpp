@@ -1,21 +1,36 @@
-// Each HTTP worker's copy of the catalog: keys, policies with their grants, and saved queries.
+// Each HTTP worker's copy of the catalog: policies with their grants, saved queries, and the API
+// keys its callers present.
 //
 // Invalidation is transactional, as pg_cron and Citus do it: a statement trigger on each catalog
-// table (catalog_changed, catalog_cache.cpp) calls CacheInvalidateRelcacheByRelid; PostgreSQL
-// sends that message only when the transaction commits, so a rolled-back change is never seen. The
-// worker's relcache callback marks the cache dirty, and the next refresh(), which runs right after
-// StartTransactionCommand has accepted pending invalidations, reloads. There is no time-to-live: a
-// change is seen by the next request, and no request ever pays for a periodic re-read.
+// table but api_key (catalog_changed, catalog_cache.cpp) calls CacheInvalidateRelcacheByRelid;
+// PostgreSQL sends that message only when the transaction commits, so a rolled-back change is
+// never seen. The worker's relcache callback marks the part of the cache that table feeds (the
+// queries; the policies with their grants, masks and hash keys; the JWKS) and the next refresh(),
+// which runs right after StartTransactionCommand has accepted pending invalidations, reloads that
+// part alone. There is no time-to-live: a change is seen by the next request, and no request ever
+// pays for a periodic re-read.
+//
+// Keys are not loaded whole: a catalog may hold millions, created and revoked all day. A key is
+// fetched by its hash the first time it is presented (an index lookup) and kept in a cache of
+// querygate.key_cache_size keys, the least recently used forgotten first; a change to a key's row
+// is told one key at a time (call/key_changes.hpp), and refresh() forgets the keys it names. An
+// unknown key is looked up each time it is presented (nothing is cached of it, so a new key needs
+// no notice). Expiry is checked at every call, as before.
 #pragma once
 
 #include "pg/pg_headers.hpp"
+extern "C" {
+#include "executor/spi.h"
+}
 
+#include "call/key_changes.hpp"
 #include "http/client_address.hpp"
 #include "rules/param_rules.hpp"
 #include "rules/rate_limits.hpp"
 #include "policy/policy_rows.hpp"
 
 #include <cstdint>
+#include <list>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -62,12 +77,15 @@ class CatalogCache {
     // Registers the relcache callback; once per worker, after connecting to the database.
     void register_invalidation();
 
-    // Reloads if a committed change arrived since the last load. Call inside a transaction.
-    // Returns false when the extension is not installed in this database. Throws pg::PgError.
+    // Reloads the parts a committed change arrived for since the last load, and forgets the keys
+    // changed since. Call inside a transaction. Returns false when the extension is not installed
+    // in this database. Throws pg::PgError.
     bool refresh();
 
     // Lookups; nullptr when absent. key_hash_hex is the SHA-256 of the secret in lower-case hex.
-    const CachedKey *find_key(const std::string &key_hash_hex) const;
+    // A key not cached is fetched (inside the transaction refresh() ran in); the pointer it
+    // returns is good until the next find_key or refresh. Throws pg::PgError.
+    const CachedKey *find_key(const std::string &key_hash_hex);
     const CachedPolicy *find_policy(const std::string &name) const;
     const CachedQuery *find_query(const std::string &name) const;
 
@@ -75,13 +93,41 @@ class CatalogCache {
     const std::string &mask_secret() const { return mask_secret_; }
     // The stored JWKS document (JSON text); empty if none.
     const std::string &jwks() const { return jwks_; }
-    // Changes on every reload: decisions computed from an older catalog are stale.
+    // Changes on every reload of policies, queries or the JWKS: decisions computed from an older
+    // catalog are stale. Not on a key's change, which decides nothing but who the caller is.
     uint64_t generation() const { return generation_; }
+    // Changes with the generation and whenever a key changed: what a caller's check depends on
+    // (an open event stream's caller is checked again).
+    uint64_t changes() const { return generation_ + key_changes_; }
+    // Keys cached now (for tests of the bound: querygate.key_cache_size).
+    std::size_t cached_keys() const { return keys_.size(); }
 
   private:
-    void load();
+    // Reloads the parts `stale` names (catalog_cache.cpp: Part); false when the extension is not
+    // installed (nothing is then cached).
+    bool reload(unsigned stale);
+    void load_queries();
+    void load_policies();
+    void load_jwks();
+    // The key's row, when it is active; false when there is none.
+    bool fetch_key(const std::string &key_hash_hex, CachedKey &out);
+    void forget_key(std::uint64_t digest);
+    void forget_keys();
 
-    std::unordered_map<std::string, CachedKey> keys_; // by hash
+    // A key as cached: its hash (hex) and row, in an order of use (most recent first).
+    struct KeyEntry {
+        std::string hash_hex;
+        std::uint64_t digest = 0;
+        CachedKey key;
+    };
+    std::list<KeyEntry> key_order_;
+    // By key_changes::digest of the hash; the entry's full hash is compared on every lookup.
+    std::unordered_map<std::uint64_t, std::list<KeyEntry>::iterator> keys_;
+    key_changes::Reader key_reader_;
+    std::vector<std::uint64_t> changed_keys_; // reused
+    uint64_t key_changes_ = 0;
+    SPIPlanPtr key_plan_ = nullptr; // kept for the process's life
+
     std::unordered_map<std::string, CachedPolicy> policies_;
     std::unordered_map<std::string, CachedQuery> queries_;
     std::string mask_secret_;

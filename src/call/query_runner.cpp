@@ -718,7 +718,7 @@ void QueryRunner::State::audience_of(const Caller &caller, event_stream::Audienc
 std::uint64_t QueryRunner::catalog_generation()
 {
     // ready() starts a transaction, which takes the catalog's committed changes, and refreshes.
-    return ready().set() ? 0 : state_->cache.generation();
+    return ready().set() ? 0 : state_->cache.changes();
 }
 
 const run_events::Ring *QueryRunner::events() const

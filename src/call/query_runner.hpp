@@ -58,8 +58,9 @@ class QueryRunner {
     // without, a stream already open is checked again against the catalog as it is now.
     ApiError watch_events(const CallRequest &request, bool charge, event_stream::Audience &out,
                           LimitReport &limits);
-    // The catalog's generation after taking its committed changes (a short transaction); 0 when
-    // no transaction could start. A change means open streams must be checked again.
+    // The catalog's count of changes, keys' included, after taking its committed changes (a short
+    // transaction); 0 when no transaction could start. A change means open streams must be
+    // checked again.
     std::uint64_t catalog_generation();
     // The run events' shared ring (call/event_ring.hpp), or null when events are off.
     const run_events::Ring *events() const;

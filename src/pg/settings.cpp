@@ -36,6 +36,7 @@ int slow_call_threshold = 10;
 int caller_share = 75;
 int log_requests = log_off;
 int log_requests_format = log_text;
+int key_cache_size = 10000;
 int limit_entries = 10000;
 int address_entries = 10000;
 int anonymous_ipv6_prefix = 64;
@@ -113,6 +114,13 @@ void define_restart_only()
     DefineCustomStringVariable("querygate.ssl_key_file", "The HTTP workers' TLS private key (PEM).",
                                "Empty: PostgreSQL's ssl_key_file. Relative to the data directory.",
                                &ssl_key_file, "", PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.key_cache_size",
+        "API keys each worker (and helper) keeps after their first call, the least recently used "
+        "forgotten first.",
+        "A key not kept is fetched by its hash when presented (an index lookup); a catalog's "
+        "keys are never loaded whole.",
+        &key_cache_size, 10000, 1, 10000000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "querygate.limit_entries", "Keys and policies with limits counted at once.",
         "About 350 bytes of shared memory each. When every entry is in use and none can be "
