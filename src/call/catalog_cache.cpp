@@ -96,6 +96,20 @@ struct TextRows {
     const char *at(uint64 row, int col) const { return cells[row * ncols + col]; }
 };
 
+// SPI's last result as text, into `outer`. Inside a guarded block, connected to SPI.
+void copy_result(MemoryContext outer, TextRows &rows)
+{
+    rows.nrows = SPI_processed;
+    rows.ncols = SPI_tuptable->tupdesc->natts;
+    rows.cells = static_cast<char **>(
+        MemoryContextAllocZero(outer, sizeof(char *) * Max(rows.nrows * rows.ncols, 1)));
+    for (uint64 r = 0; r < rows.nrows; r++)
+        for (int c = 0; c < rows.ncols; c++) {
+            char *v = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1);
+            rows.cells[r * rows.ncols + c] = v ? MemoryContextStrdup(outer, v) : nullptr;
+        }
+}
+
 TextRows fetch(const char *sql)
 {
     TextRows rows;
@@ -105,15 +119,7 @@ TextRows fetch(const char *sql)
             elog(ERROR, "querygate: SPI_connect failed");
         if (SPI_execute(sql, true, 0) != SPI_OK_SELECT)
             elog(ERROR, "querygate: catalog read failed: %s", sql);
-        rows.nrows = SPI_processed;
-        rows.ncols = SPI_tuptable->tupdesc->natts;
-        rows.cells = static_cast<char **>(
-            MemoryContextAllocZero(outer, sizeof(char *) * Max(rows.nrows * rows.ncols, 1)));
-        for (uint64 r = 0; r < rows.nrows; r++)
-            for (int c = 0; c < rows.ncols; c++) {
-                char *v = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1);
-                rows.cells[r * rows.ncols + c] = v ? MemoryContextStrdup(outer, v) : nullptr;
-            }
+        copy_result(outer, rows);
         SPI_finish();
     });
     return rows;
@@ -359,15 +365,7 @@ bool CatalogCache::fetch_key(const std::string &key_hash_hex, CachedKey &out)
         PopActiveSnapshot();
         if (rc != SPI_OK_SELECT)
             elog(ERROR, "querygate: the key lookup failed");
-        k.nrows = SPI_processed;
-        k.ncols = SPI_tuptable->tupdesc->natts;
-        k.cells = static_cast<char **>(
-            MemoryContextAllocZero(outer, sizeof(char *) * Max(k.nrows * k.ncols, 1)));
-        for (uint64 r = 0; r < k.nrows; r++)
-            for (int c = 0; c < k.ncols; c++) {
-                char *v = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c + 1);
-                k.cells[r * k.ncols + c] = v ? MemoryContextStrdup(outer, v) : nullptr;
-            }
+        copy_result(outer, k);
         SPI_finish();
     });
     if (k.nrows == 0)
