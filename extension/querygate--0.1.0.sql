@@ -218,21 +218,24 @@ SELECT pg_catalog.pg_extension_config_dump('quota_usage', '');
 CREATE FUNCTION catalog_changed() RETURNS trigger
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_catalog_changed';
 
-CREATE TRIGGER saved_query_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON saved_query
-    FOR EACH STATEMENT EXECUTE FUNCTION catalog_changed();
 CREATE TRIGGER policy_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON policy
     FOR EACH STATEMENT EXECUTE FUNCTION catalog_changed();
 CREATE TRIGGER query_grant_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON query_grant
     FOR EACH STATEMENT EXECUTE FUNCTION catalog_changed();
--- Keys are told one at a time (a catalog may hold millions): the workers forget the keys whose
--- rows changed when the change commits, and fetch them again when presented. A new key needs no
--- notice: no worker had it. The statement's trigger tells hot standbys (which forget every key).
-CREATE FUNCTION key_changed() RETURNS trigger
-    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_key_changed';
+-- Keys and saved queries are told a row at a time (a catalog may hold millions of keys): the
+-- workers forget the rows that changed when the change commits, and fetch them again when needed.
+-- A new key or query needs no notice: no worker had it. The statements' triggers tell hot standbys
+-- (whose workers forget every row of the table).
+CREATE FUNCTION row_changed() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_row_changed';
+CREATE TRIGGER saved_query_changed AFTER UPDATE OR DELETE ON saved_query
+    FOR EACH ROW EXECUTE FUNCTION row_changed();
+CREATE TRIGGER saved_query_statement AFTER UPDATE OR DELETE OR TRUNCATE ON saved_query
+    FOR EACH STATEMENT EXECUTE FUNCTION row_changed();
 CREATE TRIGGER api_key_changed AFTER UPDATE OR DELETE ON api_key
-    FOR EACH ROW EXECUTE FUNCTION key_changed();
+    FOR EACH ROW EXECUTE FUNCTION row_changed();
 CREATE TRIGGER api_key_statement AFTER UPDATE OR DELETE OR TRUNCATE ON api_key
-    FOR EACH STATEMENT EXECUTE FUNCTION key_changed();
+    FOR EACH STATEMENT EXECUTE FUNCTION row_changed();
 CREATE TRIGGER mask_rule_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON mask_rule
     FOR EACH STATEMENT EXECUTE FUNCTION catalog_changed();
 CREATE TRIGGER jwks_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON jwks

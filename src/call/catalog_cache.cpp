@@ -55,14 +55,14 @@ std::string hash_key_for(const std::string &mask_secret, const std::string &poli
 }
 
 // Receiver state. The callback runs inside PostgreSQL's invalidation processing: it only sets
-// flags, one for each part of the cache a table feeds. api_key's changes come one key at a time
-// (key_changes.hpp), except on a hot standby, where its message (replayed from the WAL) is all
-// there is: there every key is forgotten.
+// flags, one for each part of the cache a table feeds. api_key's and saved_query's changes come a
+// row at a time (catalog_changes.hpp), except on a hot standby, where their tables' messages
+// (replayed from the WAL) are all there is: there every key, or every query, is forgotten.
 enum Part : unsigned {
-    queries_part = 1,
+    queries_part = 1, // every kept query forgotten
     policies_part = 2,
     jwks_part = 4,
-    keys_part = 8, // every cached key forgotten
+    keys_part = 8, // every kept key forgotten
     every_part = 15,
 };
 constexpr int catalog_table_count = 7;
@@ -72,7 +72,8 @@ const char *const catalog_tables[catalog_table_count] = {
 // policies': their hash keys derive from it.
 const unsigned table_parts[catalog_table_count] = {
     queries_part, policies_part, policies_part, keys_part, policies_part, jwks_part, policies_part};
-constexpr int api_key_table = 3;
+// Told a row at a time on a primary (catalog_changes.hpp).
+const bool by_row[catalog_table_count] = {true, false, false, true, false, false, false};
 Oid watched[catalog_table_count] = {InvalidOid};
 unsigned dirty = every_part;
 
@@ -83,7 +84,7 @@ void on_relcache_invalidation(Datum, Oid relid)
         return;
     }
     for (int i = 0; i < catalog_table_count; i++)
-        if (watched[i] == relid && (i != api_key_table || RecoveryInProgress()))
+        if (watched[i] == relid && (!by_row[i] || RecoveryInProgress()))
             dirty |= table_parts[i];
 }
 
@@ -141,8 +142,8 @@ rate_limits::Limits read_limits(const TextRows &rows, uint64 r, int first)
     return l;
 }
 
-// The digest key_changes names a key by, from its hash in hex (as the api_key trigger takes it
-// from the hash's bytes).
+// The digest catalog_changes names a key by, from its hash in hex (as the api_key trigger takes
+// it from the hash's bytes).
 std::uint64_t digest_of_hex(const std::string &hex)
 {
     unsigned char prefix[8] = {0};
@@ -154,7 +155,7 @@ std::uint64_t digest_of_hex(const std::string &hex)
     };
     for (std::size_t i = 0; i < sizeof(prefix) && 2 * i + 1 < hex.size(); i++)
         prefix[i] = static_cast<unsigned char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
-    return key_changes::digest(prefix, sizeof(prefix));
+    return catalog_changes::key_digest(prefix, sizeof(prefix));
 }
 
 } // namespace
@@ -182,15 +183,31 @@ bool CatalogCache::refresh()
             throw;
         }
     }
-    // Keys changed since the last call: forgotten here, fetched again when presented.
-    if (key_reader_.read(changed_keys_))
+    take_changes();
+    return true;
+}
+
+void CatalogCache::take_changes()
+{
+    // Keys and queries changed since the last call: forgotten here, fetched again when needed.
+    if (key_reader_.read(changed_))
         forget_keys();
-    else if (!changed_keys_.empty()) {
-        for (std::uint64_t digest : changed_keys_)
+    else if (!changed_.empty()) {
+        for (std::uint64_t digest : changed_)
             forget_key(digest);
         key_changes_++;
     }
-    return true;
+    if (query_reader_.read(changed_))
+        forget_queries();
+    else if (!changed_.empty()) {
+        for (std::uint64_t digest : changed_) {
+            const auto [from, to] = query_names_.equal_range(digest);
+            for (auto it = from; it != to; ++it)
+                queries_.erase(it->second);
+            query_names_.erase(digest);
+        }
+        generation_++;
+    }
 }
 
 bool CatalogCache::reload(unsigned stale)
@@ -208,7 +225,7 @@ bool CatalogCache::reload(unsigned stale)
     if (!installed)
         stale = every_part;
     if (stale & queries_part)
-        queries_.clear();
+        forget_queries();
     if (stale & policies_part)
         policies_.clear();
     if (stale & jwks_part)
@@ -220,45 +237,11 @@ bool CatalogCache::reload(unsigned stale)
     installed_ = installed;
     if (!installed)
         return false;
-    if (stale & queries_part)
-        load_queries();
     if (stale & policies_part)
         load_policies();
     if (stale & jwks_part)
         load_jwks();
     return true;
-}
-
-void CatalogCache::load_queries()
-{
-    // The worker's search_path follows the saved queries it runs, so every function, operator and
-    // type here is schema-qualified: nothing a search_path names can run in this superuser session.
-    // Names are [A-Za-z0-9_], so a comma joins them safely; types as oids.
-    TextRows q =
-        fetch("SELECT name, sql, prepared_sql, pg_catalog.array_to_string(param_names, ','), "
-              "pg_catalog.array_to_string(param_types::pg_catalog.oid[], ','), "
-              "search_path, revision, param_rules::pg_catalog.text, "
-              "saved_by::pg_catalog.oid, version, description FROM querygate.saved_query");
-    for (uint64 r = 0; r < q.nrows; r++) {
-        CachedQuery cq;
-        cq.name = q.at(r, 0);
-        cq.sql = q.at(r, 1);
-        cq.prepared_sql = q.at(r, 2);
-        cq.param_names = comma_list::split(q.at(r, 3));
-        for (const auto &t : comma_list::split(q.at(r, 4)))
-            cq.param_types.push_back(static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
-        cq.search_path = q.at(r, 5);
-        cq.revision = std::strtoll(q.at(r, 6), nullptr, 10);
-        cq.saved_by = static_cast<Oid>(std::strtoul(q.at(r, 8), nullptr, 10));
-        cq.version = static_cast<int>(std::strtol(q.at(r, 9), nullptr, 10));
-        cq.description = q.at(r, 10) ? q.at(r, 10) : "";
-        if (const char *rules = q.at(r, 7)) {
-            std::string error; // validated at save time; a failure here leaves no rules
-            if (!param_rules::parse(rules, cq.rules, error))
-                cq.rules.clear();
-        }
-        queries_.emplace(cq.name, std::move(cq));
-    }
 }
 
 void CatalogCache::load_policies()
@@ -341,33 +324,39 @@ constexpr char key_by_hash[] =
     "FROM querygate.api_key WHERE key_hash OPERATOR(pg_catalog.=) "
     "pg_catalog.decode($1, 'hex') AND revoked_at IS NULL";
 
-bool CatalogCache::fetch_key(const std::string &key_hash_hex, CachedKey &out)
+// The one row `sql` finds for the text `arg`, through a plan made once and kept in `plan`. With a
+// snapshot taken now, after refresh() read the rings: every change it was told of is in it, and a
+// change it was not told of yet is told at the next call.
+static TextRows fetch_row(SPIPlanPtr &plan, const char *sql, const char *arg)
 {
-    TextRows k;
-    SPIPlanPtr *plan = &key_plan_;
-    const char *hex = key_hash_hex.c_str();
-    pg::guard([&k, plan, hex] {
+    TextRows rows;
+    SPIPlanPtr *kept = &plan;
+    pg::guard([&rows, kept, sql, arg] {
         MemoryContext outer = CurrentMemoryContext;
         if (SPI_connect() != SPI_OK_CONNECT)
             elog(ERROR, "querygate: SPI_connect failed");
-        if (*plan == nullptr) {
+        if (*kept == nullptr) {
             Oid types[1] = {TEXTOID};
-            SPIPlanPtr prepared = SPI_prepare(key_by_hash, 1, types);
+            SPIPlanPtr prepared = SPI_prepare(sql, 1, types);
             if (prepared == nullptr || SPI_keepplan(prepared) != 0)
-                elog(ERROR, "querygate: could not plan the key lookup");
-            *plan = prepared;
+                elog(ERROR, "querygate: could not plan a catalog lookup: %s", sql);
+            *kept = prepared;
         }
-        Datum values[1] = {CStringGetTextDatum(hex)};
-        // A snapshot taken now, after refresh() read the key changes: every change it was told of
-        // is in it, and a change it was not told of yet is told at the next call.
+        Datum values[1] = {CStringGetTextDatum(arg)};
         PushActiveSnapshot(GetLatestSnapshot());
-        const int rc = SPI_execute_plan(*plan, values, nullptr, true, 1);
+        const int rc = SPI_execute_plan(*kept, values, nullptr, true, 1);
         PopActiveSnapshot();
         if (rc != SPI_OK_SELECT)
-            elog(ERROR, "querygate: the key lookup failed");
-        copy_result(outer, k);
+            elog(ERROR, "querygate: a catalog lookup failed: %s", sql);
+        copy_result(outer, rows);
         SPI_finish();
     });
+    return rows;
+}
+
+bool CatalogCache::fetch_key(const std::string &key_hash_hex, CachedKey &out)
+{
+    const TextRows k = fetch_row(key_plan_, key_by_hash, key_hash_hex.c_str());
     if (k.nrows == 0)
         return false;
     out.name = k.at(0, 0);
@@ -445,8 +434,59 @@ const CachedPolicy *CatalogCache::find_policy(const std::string &name) const
     return it == policies_.end() ? nullptr : &it->second;
 }
 
-const CachedQuery *CatalogCache::find_query(const std::string &name) const
+// A saved query's row by its name (the primary key). The worker's search_path follows the saved
+// queries it runs, so every function, operator and type here is schema-qualified: nothing a
+// search_path names can run in this superuser session. Parameter names are [A-Za-z0-9_], so a
+// comma joins them safely; types as oids.
+constexpr char query_by_name[] =
+    "SELECT name, sql, prepared_sql, pg_catalog.array_to_string(param_names, ','), "
+    "pg_catalog.array_to_string(param_types::pg_catalog.oid[], ','), "
+    "search_path, revision, param_rules::pg_catalog.text, "
+    "saved_by::pg_catalog.oid, version, description FROM querygate.saved_query "
+    "WHERE name OPERATOR(pg_catalog.=) $1";
+
+bool CatalogCache::fetch_query(const std::string &name, CachedQuery &cq)
 {
-    auto it = queries_.find(name);
-    return it == queries_.end() ? nullptr : &it->second;
+    const TextRows q = fetch_row(query_plan_, query_by_name, name.c_str());
+    if (q.nrows == 0)
+        return false;
+    cq.name = q.at(0, 0);
+    cq.sql = q.at(0, 1);
+    cq.prepared_sql = q.at(0, 2);
+    cq.param_names = comma_list::split(q.at(0, 3));
+    for (const auto &t : comma_list::split(q.at(0, 4)))
+        cq.param_types.push_back(static_cast<Oid>(std::strtoul(t.c_str(), nullptr, 10)));
+    cq.search_path = q.at(0, 5);
+    cq.revision = std::strtoll(q.at(0, 6), nullptr, 10);
+    cq.saved_by = static_cast<Oid>(std::strtoul(q.at(0, 8), nullptr, 10));
+    cq.version = static_cast<int>(std::strtol(q.at(0, 9), nullptr, 10));
+    cq.description = q.at(0, 10) ? q.at(0, 10) : "";
+    if (const char *rules = q.at(0, 7)) {
+        std::string error; // validated at save time; a failure here leaves no rules
+        if (!param_rules::parse(rules, cq.rules, error))
+            cq.rules.clear();
+    }
+    return true;
+}
+
+const CachedQuery *CatalogCache::find_query(const std::string &name)
+{
+    if (const auto it = queries_.find(name); it != queries_.end())
+        return &it->second;
+    CachedQuery cq;
+    if (!fetch_query(name, cq))
+        return nullptr; // an unknown query is not remembered: a new one needs no notice
+    queries_.reserve(queries_.size() + 1);
+    query_names_.reserve(query_names_.size() + 1);
+    CachedQuery &kept = queries_.emplace(name, std::move(cq)).first->second;
+    query_names_.emplace(catalog_changes::query_digest(name), name);
+    return &kept;
+}
+
+void CatalogCache::forget_queries()
+{
+    queries_.clear();
+    query_names_.clear();
+    query_reader_.start(); // what changed before now concerns no query kept now
+    generation_++;
 }

@@ -1,21 +1,22 @@
-// Each HTTP worker's copy of the catalog: policies with their grants, saved queries, and the API
-// keys its callers present.
+// Each HTTP worker's copy of the catalog: policies with their grants, and the saved queries and
+// API keys its callers use.
 //
 // Invalidation is transactional, as pg_cron and Citus do it: a statement trigger on each catalog
-// table but api_key (catalog_changed, catalog_cache.cpp) calls CacheInvalidateRelcacheByRelid;
-// PostgreSQL sends that message only when the transaction commits, so a rolled-back change is
-// never seen. The worker's relcache callback marks the part of the cache that table feeds (the
-// queries; the policies with their grants, masks and hash keys; the JWKS) and the next refresh(),
-// which runs right after StartTransactionCommand has accepted pending invalidations, reloads that
-// part alone. There is no time-to-live: a change is seen by the next request, and no request ever
-// pays for a periodic re-read.
+// table calls CacheInvalidateRelcacheByRelid; PostgreSQL sends that message only when the
+// transaction commits, so a rolled-back change is never seen. The worker's relcache callback marks
+// the part of the cache that table feeds (the policies with their grants, masks and hash keys;
+// the JWKS) and the next refresh(), which runs right after StartTransactionCommand has accepted
+// pending invalidations, reloads that part alone. There is no time-to-live: a change is seen by the
+// next request, and no request ever pays for a periodic re-read.
 //
-// Keys are not loaded whole: a catalog may hold millions, created and revoked all day. A key is
-// fetched by its hash the first time it is presented (an index lookup) and kept in a cache of
-// querygate.key_cache_size keys, the least recently used forgotten first; a change to a key's row
-// is told one key at a time (call/key_changes.hpp), and refresh() forgets the keys it names. An
-// unknown key is looked up each time it is presented (nothing is cached of it, so a new key needs
-// no notice). Expiry is checked at every call, as before.
+// Keys and saved queries are not loaded whole: a catalog may hold millions of keys, created and
+// revoked all day, and thousands of queries. Each is fetched the first time it is needed (a key by
+// its hash, a query by its name: an index lookup) and kept: keys among querygate.key_cache_size,
+// the least recently used forgotten first; queries as long as they are unchanged (their number is
+// the catalog's). A change to either is told a row at a time (call/catalog_changes.hpp), and
+// refresh() forgets the rows it names. A key or query that does not exist is looked up each time
+// it is asked for (nothing is kept of it, so a new one needs no notice). A key's expiry is checked
+// at every call, as before.
 #pragma once
 
 #include "pg/pg_headers.hpp"
@@ -23,7 +24,7 @@ extern "C" {
 #include "executor/spi.h"
 }
 
-#include "call/key_changes.hpp"
+#include "call/catalog_changes.hpp"
 #include "http/client_address.hpp"
 #include "rules/param_rules.hpp"
 #include "rules/rate_limits.hpp"
@@ -83,18 +84,20 @@ class CatalogCache {
     bool refresh();
 
     // Lookups; nullptr when absent. key_hash_hex is the SHA-256 of the secret in lower-case hex.
-    // A key not cached is fetched (inside the transaction refresh() ran in); the pointer it
-    // returns is good until the next find_key or refresh. Throws pg::PgError.
+    // A key or query not kept is fetched (inside the transaction refresh() ran in). A key's
+    // pointer is good until the next find_key or refresh, a query's or a policy's until the next
+    // refresh. Throw pg::PgError.
     const CachedKey *find_key(const std::string &key_hash_hex);
     const CachedPolicy *find_policy(const std::string &name) const;
-    const CachedQuery *find_query(const std::string &name) const;
+    const CachedQuery *find_query(const std::string &name);
 
     // The hash mask's HMAC key (the oldest mask_secret row); empty if none.
     const std::string &mask_secret() const { return mask_secret_; }
     // The stored JWKS document (JSON text); empty if none.
     const std::string &jwks() const { return jwks_; }
-    // Changes on every reload of policies, queries or the JWKS: decisions computed from an older
-    // catalog are stale. Not on a key's change, which decides nothing but who the caller is.
+    // Changes on every reload of policies or the JWKS and every change of a query: decisions and
+    // descriptions computed from an older catalog are stale. Not on a key's change, which decides
+    // nothing but who the caller is.
     uint64_t generation() const { return generation_; }
     // Changes with the generation and whenever a key changed: what a caller's check depends on
     // (an open event stream's caller is checked again).
@@ -106,13 +109,17 @@ class CatalogCache {
     // Reloads the parts `stale` names (catalog_cache.cpp: Part); false when the extension is not
     // installed (nothing is then cached).
     bool reload(unsigned stale);
-    void load_queries();
     void load_policies();
     void load_jwks();
     // The key's row, when it is active; false when there is none.
     bool fetch_key(const std::string &key_hash_hex, CachedKey &out);
+    // The query's row; false when there is none.
+    bool fetch_query(const std::string &name, CachedQuery &out);
     void forget_key(std::uint64_t digest);
     void forget_keys();
+    void forget_queries();
+    // The changes the rings tell since the last call.
+    void take_changes();
 
     // A key as cached: its hash (hex) and row, in an order of use (most recent first).
     struct KeyEntry {
@@ -121,15 +128,20 @@ class CatalogCache {
         CachedKey key;
     };
     std::list<KeyEntry> key_order_;
-    // By key_changes::digest of the hash; the entry's full hash is compared on every lookup.
+    // By catalog_changes::key_digest of the hash; the entry's full hash is compared on every
+    // lookup.
     std::unordered_map<std::uint64_t, std::list<KeyEntry>::iterator> keys_;
-    key_changes::Reader key_reader_;
-    std::vector<std::uint64_t> changed_keys_; // reused
+    catalog_changes::Reader key_reader_{catalog_changes::Kind::key};
+    catalog_changes::Reader query_reader_{catalog_changes::Kind::query};
+    std::vector<std::uint64_t> changed_; // reused
     uint64_t key_changes_ = 0;
     SPIPlanPtr key_plan_ = nullptr; // kept for the process's life
+    SPIPlanPtr query_plan_ = nullptr;
 
     std::unordered_map<std::string, CachedPolicy> policies_;
     std::unordered_map<std::string, CachedQuery> queries_;
+    // The kept queries' names by catalog_changes::query_digest (two names may share one).
+    std::unordered_multimap<std::uint64_t, std::string> query_names_;
     std::string mask_secret_;
     std::string jwks_;
     uint64_t generation_ = 0;

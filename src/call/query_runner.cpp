@@ -814,9 +814,9 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
                                           : charge_caller(caller, result.limits, result.limit_hold);
                    limited.set()) {
             result.error = std::move(limited); // before anything of the call runs
-        } else if (query = s.cache.find_query(request.query);
-                   query == nullptr || caller.policy->queries.count(query->name) == 0) {
-            query = nullptr;
+        } else if (caller.policy->queries.count(request.query) == 0 ||
+                   (query = s.cache.find_query(request.query)) == nullptr) {
+            // Not granted, then not there: a name the caller may not call is never looked up.
             result.error = api_errors::query_not_found();
         } else if (ApiError bad = bind_params(query->param_names, query->rules,
                                               caller.is_jwt ? &caller.claims.scalars : nullptr,

@@ -12,7 +12,7 @@ extern "C" {
 #include "call/history_ring.hpp"
 #include "call/event_ring.hpp"
 #include "call/export_slots.hpp"
-#include "call/key_changes.hpp"
+#include "call/catalog_changes.hpp"
 #include "call/limit_table.hpp"
 #include "call/stat_table.hpp"
 #include "http/listen_socket.hpp"
@@ -48,7 +48,7 @@ void request_shmem()
     RequestAddinShmemSpace(wal_flusher::shmem_size());
     RequestAddinShmemSpace(limit_table::shmem_size());
     RequestAddinShmemSpace(export_slots::shmem_size());
-    RequestAddinShmemSpace(key_changes::shmem_size());
+    RequestAddinShmemSpace(catalog_changes::shmem_size());
     limit_table::shmem_request();
     RequestAddinShmemSpace(stat_table::shmem_size());
     stat_table::shmem_request();
@@ -66,7 +66,7 @@ void startup_shmem()
     wal_flusher::shmem_init();
     limit_table::shmem_init();
     export_slots::shmem_init();
-    key_changes::shmem_init();
+    catalog_changes::shmem_init();
     stat_table::shmem_init();
     history_ring::shmem_init();
     event_ring::shmem_init();

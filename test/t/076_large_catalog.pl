@@ -1,10 +1,11 @@
-# A large catalog (src/call/catalog_cache.hpp, src/call/key_changes.hpp): 100,000 keys and 300
+# A large catalog (src/call/catalog_cache.hpp, src/call/catalog_changes.hpp): 100,000 keys and 300
 # saved queries, keys fetched by their hash when presented and kept in a cache of
-# querygate.key_cache_size (50 here), the least recently used forgotten first. Every kind of change
-# takes effect at the next call on every worker: a key created, revoked, expired, given another
-# address list or limit; a policy's grant, mask or setting; a key forgotten by the cache and then
-# revoked; more keys revoked in one transaction than are told one by one; a change rolled back
-# changes nothing; a transaction that changed keys cannot be prepared.
+# querygate.key_cache_size (50 here), the least recently used forgotten first, and queries by their
+# name. Every kind of change takes effect at the next call on every worker: a key created, revoked,
+# expired, given another address list or limit; a policy's grant or mask; a query saved again,
+# dropped, saved anew; a key forgotten by the cache and then revoked; more keys revoked in one
+# transaction than are told one by one; a change rolled back changes nothing; a transaction that
+# changed keys cannot be prepared.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -85,6 +86,18 @@ $qg->sql(q{SELECT querygate.revoke_query('lc', 'lc_other')});
 $qg->expect_error($qg->get('/q/lc_other', key => 'bulk-secret-10'), 404, 'query_not_found',
 	'its grant revoked: not found at the next call');
 
+# --- a query: saved again, dropped, saved anew (each fetched by its name when first called)
+$qg->sql(q{SELECT querygate.grant_query('lc', 'lc_q7')});
+is(statuses('/q/lc_q7', 'bulk-secret-10'), join(',', ('200') x 6), 'a query among 300, granted');
+is($qg->get('/q/lc_q7', key => 'bulk-secret-10')->{content}, '[{"id":7}]', 'its rows');
+$qg->sql(q{SELECT querygate.save_query('lc_q7', 'SELECT id AS again FROM lc_t WHERE id = 8')});
+is(join(',', map { $qg->get('/q/lc_q7', key => 'bulk-secret-10', client => $qg->new_client)->{content} } 1 .. 6),
+	join(',', ('[{"again":8}]') x 6), 'saved again: its new SQL at the next call');
+$qg->sql(q{SELECT querygate.drop_query('lc_q7')});
+is(statuses('/q/lc_q7', 'bulk-secret-10'), join(',', (404) x 6), 'dropped: not found at the next call');
+$qg->sql(q{SELECT querygate.save_query('lc_q7', 'SELECT 77 AS n'); SELECT querygate.grant_query('lc', 'lc_q7')});
+is($qg->get('/q/lc_q7', key => 'bulk-secret-10')->{content}, '[{"n":77}]', 'saved anew: served at once');
+
 # --- forgotten by the cache (50 keys), then revoked
 is(statuses('/q/lc_get?id=1', 'bulk-secret-11'), $all_ok, 'a key cached');
 my @others = map { $qg->get('/q/lc_get?id=1', key => "bulk-secret-$_", client => $qg->new_client)->{status} }
@@ -103,7 +116,7 @@ is(statuses('/q/lc_get?id=1', 'bulk-secret-1119'), $all_ok, 'the others are fetc
 # --- a transaction that changed keys cannot be prepared
 is($qg->sql_error(q{BEGIN; UPDATE querygate.api_key SET tenant = 't' WHERE name = 'bulk12';
 	PREPARE TRANSACTION 'lc';}),
-	'0A000 querygate: a transaction that changed API keys cannot be prepared',
+	'0A000 querygate: a transaction that changed API keys or saved queries cannot be prepared',
 	'PREPARE TRANSACTION after a key changed is refused');
 is($qg->sql(q{SELECT count(*) FROM pg_prepared_xacts}), '0', 'nothing was prepared');
 is($qg->sql(q{SELECT tenant IS NULL FROM querygate.api_key WHERE name = 'bulk12'}), 't',
