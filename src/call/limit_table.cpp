@@ -482,14 +482,21 @@ ApiError admit(const Subject &who, const rate_limits::Limits &limits, int64 now_
         quota && (limits.rate_per_second <= 0 || c.outcome == Outcome::over_quota ||
                   quota_left < c.bucket_left);
     if (speak_quota) {
+        report.policy = limits.quota_period == rate_limits::Period::day
+                            ? LimitReport::Policy::daily
+                            : LimitReport::Policy::monthly;
         report.limit = limits.quota;
         report.remaining = quota_left;
         report.reset_seconds = rate_limits::seconds_up(period_end - now_us);
+        report.window_seconds = rate_limits::seconds_up(period_end - period_start);
     } else if (limits.rate_per_second > 0) {
+        report.policy = LimitReport::Policy::rate;
         report.limit = capacity;
         report.remaining = c.bucket_left;
         report.reset_seconds = rate_limits::seconds_up(static_cast<int64>(
             (static_cast<double>(capacity) - c.tokens) / limits.rate_per_second * 1e6));
+        report.window_seconds = rate_limits::seconds_up(
+            static_cast<int64>(static_cast<double>(capacity) / limits.rate_per_second * 1e6));
     } else {
         report.present = false; // an in-flight limit alone has no window to speak of
     }

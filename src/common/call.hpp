@@ -18,14 +18,16 @@ struct CallParam {
     bool is_null = false;
 };
 
-// What the RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset headers say of the caller's
-// limit closest to refusing (the IETF draft's fields, as GitHub's and others' APIs send them),
+// What the rate-limit fields say of the caller's limit closest to refusing (http/limit_fields.hpp),
 // and Retry-After on a refusal, in whole seconds (rules/rate_limits.hpp).
 struct LimitReport {
     bool present = false;
-    long long limit = 0;
-    long long remaining = 0;
-    long long reset_seconds = 0;
+    // Which limit: its rate (a token bucket), or its quota of a day or a month.
+    enum class Policy { rate, daily, monthly } policy = Policy::rate;
+    long long limit = 0;          // the bucket's size, or the quota
+    long long remaining = 0;      // calls left
+    long long reset_seconds = 0;  // until the bucket is full, or the period ends
+    long long window_seconds = 0; // the policy's window: an empty bucket's refill, or the period
     long long retry_after_seconds = 0; // only on a refusal: at least 1
 };
 

@@ -67,9 +67,14 @@ extern char *fault_injection; // querygate.fault_injection: tests only (pg_guard
 enum LogRequests { log_off = 0, log_errors = 1, log_all = 2 };
 enum LogFormat { log_text = 0, log_json = 1 };
 
-// The values of querygate.rate_limit_headers: which answers to a caller with limits carry the
-// RateLimit headers (every one, or only a 429).
-enum RateLimitHeaders { limit_headers_all = 0, limit_headers_refused = 1 };
+// The values of querygate.rate_limit_headers: the IETF draft's RateLimit field on every answer to
+// a caller with limits (RateLimit-Policy with it on a 429); the earlier drafts' three fields
+// (RateLimit-Limit, -Remaining, -Reset) on every answer; or the draft's fields on a 429 only.
+enum RateLimitHeaders {
+    limit_headers_draft = 0,
+    limit_headers_legacy = 1,
+    limit_headers_refused = 2
+};
 
 // Bumped by the worker after every reload, so values derived from settings are rebuilt.
 extern unsigned long generation;

@@ -94,8 +94,9 @@ void add_answer_headers(const Origins &origins, const std::string &origin, HttpR
         return;
     allow_origin(origins, origin, response);
     response.add_header("Access-Control-Expose-Headers",
-                        "X-Request-Id, X-Page, X-Page-Size, X-Has-More, RateLimit-Limit, "
-                        "RateLimit-Remaining, RateLimit-Reset, Retry-After");
+                        "X-Request-Id, X-Page, X-Page-Size, X-Has-More, RateLimit, "
+                        "RateLimit-Policy, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, "
+                        "Retry-After");
 }
 
 } // namespace cors

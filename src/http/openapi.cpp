@@ -90,6 +90,7 @@ Owned ok_response(const Query &q)
     set(headers, "X-Page-Size", header("integer", "its size"));
     set(headers, "X-Has-More", header("boolean", "whether another page follows"));
     set(headers, "ETag", header("string", "a weak tag of the answer, for If-None-Match"));
+    set(headers, "RateLimit", reference("#/components/headers/RateLimit"));
     set(r, "headers", std::move(headers));
     return r;
 }
@@ -104,7 +105,9 @@ Owned error_responses(Owned responses)
     std::sort(statuses.begin(), statuses.end());
     statuses.erase(std::unique(statuses.begin(), statuses.end()), statuses.end());
     for (int status : statuses)
-        set(responses, std::to_string(status), reference("#/components/responses/Error"));
+        set(responses, std::to_string(status),
+            reference(status == 429 ? "#/components/responses/Refused"
+                                    : "#/components/responses/Error"));
     return responses;
 }
 
@@ -222,15 +225,44 @@ Owned components(const api_description::Api &api)
     set(c, "schemas", std::move(schemas));
 
     Owned responses = object();
+    const auto error_content = [] {
+        Owned content = object();
+        Owned media = object();
+        set(media, "schema", reference("#/components/schemas/Error"));
+        set(content, "application/json", std::move(media));
+        return content;
+    };
     Owned err = object();
     set(err, "description", str("an error, with its stable code"));
-    Owned content = object();
-    Owned media = object();
-    set(media, "schema", reference("#/components/schemas/Error"));
-    set(content, "application/json", std::move(media));
-    set(err, "content", std::move(content));
+    set(err, "content", error_content());
+    // A refusal by a limit: the error, and where the caller stands (http/limit_fields.hpp).
+    Owned refused = object();
+    set(refused, "description",
+        str("a call refused by the caller's rate limit or quota (rate_limited, quota_exceeded), "
+            "before anything of it ran"));
+    set(refused, "content", error_content());
+    Owned refused_headers = object();
+    set(refused_headers, "Retry-After",
+        header("integer", "seconds until a call can be admitted again"));
+    set(refused_headers, "RateLimit", reference("#/components/headers/RateLimit"));
+    set(refused_headers, "RateLimit-Policy", reference("#/components/headers/RateLimit-Policy"));
+    set(refused, "headers", std::move(refused_headers));
     set(responses, "Error", std::move(err));
+    set(responses, "Refused", std::move(refused));
     set(c, "responses", std::move(responses));
+
+    // The IETF draft's fields (draft-ietf-httpapi-ratelimit-headers), Structured Fields (RFC 9651)
+    // sent to a caller with a rate or a quota.
+    Owned limit_headers = object();
+    set(limit_headers, "RateLimit",
+        header("string", "where a caller with a rate or a quota stands, as the IETF draft's "
+                         "RateLimit field (a Structured Field): \"rate\", \"daily\" or "
+                         "\"monthly\", with r the calls left and t the seconds until they are "
+                         "all back, e.g. \"rate\";r=49;t=1"));
+    set(limit_headers, "RateLimit-Policy",
+        header("string", "the policy the RateLimit field speaks of (a Structured Field): q calls "
+                         "over a window of w seconds, e.g. \"rate\";q=50;w=1"));
+    set(c, "headers", std::move(limit_headers));
 
     Owned parameters = object();
     for (const char *option : {"page", "page_size", "format", "timeout", "stream"}) {

@@ -136,8 +136,8 @@ class RequestHandler {
     // querygate.cors_allowed_origins, parsed when it changes.
     const cors::Origins &cors_origins();
     static void start_response(HttpResponse &response, const std::string &id);
-    // RateLimit-Limit, -Remaining and -Reset when the caller has a limit (on a 429 only, with
-    // querygate.rate_limit_headers = refused); Retry-After on a 429.
+    // Where a caller with a limit stands (http/limit_fields.hpp), as querygate.rate_limit_headers
+    // says; Retry-After on a 429.
     static void add_limit_headers(HttpResponse &response, const LimitReport &report);
     // The paging a call's answer reports, its format, and how it may be sent
     // (http/answer_encoding.hpp).

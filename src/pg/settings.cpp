@@ -42,7 +42,7 @@ int address_entries = 10000;
 int anonymous_ipv6_prefix = 64;
 double anonymous_rate = 0;
 int anonymous_burst = 0;
-int rate_limit_headers = limit_headers_all;
+int rate_limit_headers = limit_headers_draft;
 int quota_flush_interval = 10;
 int stat_entries = 5000;
 bool statistics = true;
@@ -85,8 +85,10 @@ const struct config_enum_entry log_format_options[] = {
     {"text", log_text, false}, {"json", log_json, false}, {nullptr, 0, false}};
 
 const struct config_enum_entry rate_limit_headers_options[] = {
-    {"all", limit_headers_all, false},
+    {"draft", limit_headers_draft, false},
+    {"legacy", limit_headers_legacy, false},
     {"refused", limit_headers_refused, false},
+    {"all", limit_headers_legacy, true}, // its name before the draft's fields: the three fields
     {nullptr, 0, false}};
 
 void define_restart_only()
@@ -311,12 +313,12 @@ void define_reloadable()
                             nullptr, nullptr);
     DefineCustomEnumVariable(
         "querygate.rate_limit_headers",
-        "Which answers to a caller with limits carry the RateLimit headers: all, or refused "
-        "(429 only).",
-        "A 429 always carries them, with Retry-After. refused tells callers their limits only "
-        "when they reach one, and spares every other answer three headers.",
-        &rate_limit_headers, limit_headers_all, rate_limit_headers_options, PGC_SIGHUP, 0, nullptr,
-        nullptr, nullptr);
+        "How answers to a caller with limits say where it stands: draft (the IETF draft's "
+        "RateLimit field), legacy (RateLimit-Limit, -Remaining and -Reset) or refused (a 429 "
+        "only).",
+        "A 429 always says it, with RateLimit-Policy (legacy: the three fields) and Retry-After.",
+        &rate_limit_headers, limit_headers_draft, rate_limit_headers_options, PGC_SIGHUP, 0,
+        nullptr, nullptr, nullptr);
     DefineCustomBoolVariable("querygate.statistics",
                              "Counts every call in querygate.stat_queries and GET /metrics.",
                              nullptr, &statistics, true, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);

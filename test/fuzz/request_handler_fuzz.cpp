@@ -352,7 +352,10 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
     FUZZ_CHECK((header_count(response, "WWW-Authenticate") == 1) == (response.status == 401));
     // A refusal over a limit says when to come back, and what the limit is.
     FUZZ_CHECK((header_count(response, "Retry-After") == 1) == (response.status == 429));
-    FUZZ_CHECK(header_count(response, "RateLimit-Limit") == (response.status == 429 ? 1 : 0));
+    // The IETF draft's fields (querygate.rate_limit_headers = draft), never the earlier three.
+    FUZZ_CHECK(header_count(response, "RateLimit") == (response.status == 429 ? 1 : 0));
+    FUZZ_CHECK(header_count(response, "RateLimit-Policy") == (response.status == 429 ? 1 : 0));
+    FUZZ_CHECK(header_count(response, "RateLimit-Limit") == 0);
     if (refused)
         FUZZ_CHECK(code->text == "payload_too_large");
     // The fake runner refuses two queries, each with its own code (fake_query_runner.cpp).

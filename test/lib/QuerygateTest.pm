@@ -843,4 +843,88 @@ sub jwt_openssl
 	return $input . '.' . b64url($raw);
 }
 
+# ---------------------------------------------------------------- structured fields (RFC 9651)
+
+# A List field's members, each [value, {key => value}], every value a pair [type, value] (type
+# integer, decimal, string, token or boolean); undef when the text is not a valid List. Inner
+# lists and byte sequences are not needed here and are refused.
+sub sf_list
+{
+	my ($s) = @_;
+	return undef unless defined $s;
+	$s =~ s/^ +//;
+	$s =~ s/ +$//;
+	my @members;
+	return \@members if $s eq '';
+	while (1)
+	{
+		my ($item, $rest) = _sf_bare($s);
+		return undef unless defined $item;
+		my %params;
+		while ($rest =~ s/^;[ ]*//)
+		{
+			return undef unless $rest =~ s/^([a-z*][a-z0-9_\-.*]*)//;
+			my $key = $1;
+			my $value = [ 'boolean', 1 ];
+			if ($rest =~ s/^=//)
+			{
+				($value, $rest) = _sf_bare($rest);
+				return undef unless defined $value;
+			}
+			$params{$key} = $value;
+		}
+		push @members, [ $item, \%params ];
+		$rest =~ s/^[ \t]+//;
+		return \@members if $rest eq '';
+		return undef unless $rest =~ s/^,[ \t]*//;
+		return undef if $rest eq '';
+		$s = $rest;
+	}
+}
+
+sub _sf_bare
+{
+	my ($s) = @_;
+	return ([ 'decimal', $1 + 0 ], $2) if $s =~ /^(-?\d{1,12}\.\d{1,3})(?![\d.])(.*)$/s;
+	return ([ 'integer', $1 + 0 ], $2) if $s =~ /^(-?\d{1,15})(?![\d.])(.*)$/s;
+	if ($s =~ /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"(.*)$/s)
+	{
+		my ($v, $rest) = ($1, $2);
+		$v =~ s/\\(["\\])/$1/g;
+		return ([ 'string', $v ], $rest);
+	}
+	return ([ 'token', $1 ], $2) if $s =~ /^([A-Za-z*][!#\$%&'*+\-.^_`|~0-9A-Za-z:\/]*)(.*)$/s;
+	return ([ 'boolean', $1 + 0 ], $2) if $s =~ /^\?([01])(.*)$/s;
+	return;
+}
+
+# An answer's rate-limit fields (the IETF draft's, src/http/limit_fields.hpp), each parsed as a
+# Structured Field: {policy, r, t} from RateLimit and {q, w} from RateLimit-Policy, for the fields
+# present; dies when one is present and not one member named by a String with Integer
+# parameters r and t (q and w).
+sub limit_fields
+{
+	my ($res) = @_;
+	my %out;
+	for my $f ([ 'ratelimit', 'r', 't' ], [ 'ratelimit-policy', 'q', 'w' ])
+	{
+		my ($name, @params) = @$f;
+		my $text = $res->{headers}{$name};
+		next unless defined $text;
+		my $list = sf_list($text);
+		die "$name is not a Structured Field List: $text" unless $list && @$list == 1;
+		my ($item, $p) = @{ $list->[0] };
+		die "$name does not name its policy with a String: $text" unless $item->[0] eq 'string';
+		die "$name names policy $item->[1], RateLimit $out{policy}: $text"
+		  if defined $out{policy} && $out{policy} ne $item->[1];
+		$out{policy} = $item->[1];
+		for my $k (@params)
+		{
+			die "$name has no Integer $k: $text" unless ($p->{$k}[0] // '') eq 'integer';
+			$out{$k} = $p->{$k}[1];
+		}
+	}
+	return \%out;
+}
+
 1;

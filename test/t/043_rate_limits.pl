@@ -2,7 +2,9 @@
 # over HTTP on two workers: a burst is exact across workers under concurrent calls (a rate so low
 # that no token comes back during the test, so exactly the burst is admitted, whichever worker
 # serves); a key's own limits win over its policy's, limit by limit; 429 rate_limited and
-# quota_exceeded with Retry-After and the RateLimit headers, before anything runs; bearer tokens
+# quota_exceeded with Retry-After and the RateLimit fields (the IETF draft's RateLimit and
+# RateLimit-Policy, read as Structured Fields; the earlier drafts' three with
+# querygate.rate_limit_headers = legacy), before anything runs; bearer tokens
 # count under their policy; max_in_flight refuses a second call while the first runs, and a write
 # handed to a helper leaves the count when it answers; a quota's count survives a clean restart
 # (querygate.quota_usage, saved by the writer process) and is shown in the keys view; calls
@@ -84,10 +86,15 @@ $qg->expect_error($refused, 429, 'rate_limited', 'over the rate');
 # A token a thousand seconds: some of one has come back since the burst.
 cmp_ok($refused->{headers}{'retry-after'}, '>=', 900, 'Retry-After: the seconds until a token is back');
 cmp_ok($refused->{headers}{'retry-after'}, '<=', 1000, 'at most 1/0.001');
-is($refused->{headers}{'ratelimit-limit'}, 7, 'RateLimit-Limit is the burst');
-is($refused->{headers}{'ratelimit-remaining'}, 0, 'RateLimit-Remaining is 0');
-cmp_ok($refused->{headers}{'ratelimit-reset'}, '>', 6900, 'RateLimit-Reset: the seconds until the bucket is full');
-cmp_ok($refused->{headers}{'ratelimit-reset'}, '<=', 7000, 'at most 7/0.001');
+# The IETF draft's fields, read as Structured Fields (RFC 9651).
+my $f = QuerygateTest::limit_fields($refused);
+is($f->{policy}, 'rate', 'RateLimit and RateLimit-Policy name the policy "rate"');
+is($f->{q}, 7, 'RateLimit-Policy: q is the burst');
+is($f->{w}, 7000, 'and w the seconds an empty bucket takes to fill (7/0.001)');
+is($f->{r}, 0, 'RateLimit: r=0 calls left');
+cmp_ok($f->{t}, '>', 6900, 'and t the seconds until the bucket is full');
+cmp_ok($f->{t}, '<=', 7000, 'at most 7/0.001');
+ok(!exists $refused->{headers}{'ratelimit-limit'}, 'and none of the earlier drafts\' three fields');
 like($qg->sql(q{SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE backend_type = 'querygate http worker'}),
 	qr/^\d+,\d+$/, 'two workers served them');
 
@@ -112,12 +119,14 @@ $qg->sql(q{SELECT querygate.set_limits(policy => 'limited', rate_per_second => 0
 $qg->sql(q{SELECT querygate.set_limits(key => 'limited_key1', rate_per_second => 100, burst => 50)});
 my $fine = $qg->get('/q/rl_item?id=1', key => $key);
 $qg->expect_rows($fine, [ { id => 1, n => 0 } ], 'under the rate');
-is($fine->{headers}{'ratelimit-limit'}, 50, 'a success carries RateLimit-Limit');
-cmp_ok($fine->{headers}{'ratelimit-remaining'}, '<=', 49, 'and what is left of the burst');
+my $ff = QuerygateTest::limit_fields($fine);
+is($ff->{policy}, 'rate', 'a success carries RateLimit');
+cmp_ok($ff->{r}, '<=', 49, 'and what is left of the burst');
+ok(!exists $fine->{headers}{'ratelimit-policy'}, 'and no RateLimit-Policy (a 429 carries it)');
 ok(!defined $fine->{headers}{'retry-after'}, 'and no Retry-After');
 $qg->sql(q{SELECT querygate.set_limits(key => 'limited_key1', rate_per_second => 0, burst => 0)});
 my $unlimited = $qg->get('/q/rl_item?id=1', key => $key);
-ok(!defined $unlimited->{headers}{'ratelimit-limit'}, 'a caller without limits gets no RateLimit headers');
+ok(!defined $unlimited->{headers}{'ratelimit'}, 'a caller without limits gets no RateLimit field');
 
 # ---- bearer tokens count under their policy
 $qg->sql(q{SELECT querygate.set_limits(policy => 'limited', rate_per_second => 0.001, burst => 3)});
@@ -155,14 +164,16 @@ for my $i (1 .. 3)
 {
 	my $res = $qg->get('/q/rl_item?id=1', key => $qkey);
 	is($res->{status}, 200, "quota call $i admitted");
-	is($res->{headers}{'ratelimit-remaining'}, 3 - $i, "and RateLimit-Remaining says " . (3 - $i));
+	my $qf = QuerygateTest::limit_fields($res);
+	is("$qf->{policy} $qf->{r}", 'daily ' . (3 - $i), "and RateLimit says \"daily\";r=" . (3 - $i));
 }
 my $over = $qg->get('/q/rl_item?id=1', key => $qkey);
 $qg->expect_error($over, 429, 'quota_exceeded', 'the fourth call of a quota of 3 a day');
 my $to_midnight = 86400 - (time() % 86400);
 cmp_ok(abs($over->{headers}{'retry-after'} - $to_midnight), '<=', 5, 'Retry-After: the seconds until midnight UTC');
-is($over->{headers}{'ratelimit-limit'}, 3, 'RateLimit-Limit is the quota');
-is($over->{headers}{'ratelimit-reset'}, $over->{headers}{'retry-after'}, 'RateLimit-Reset: when the period ends');
+my $of = QuerygateTest::limit_fields($over);
+is("$of->{policy} $of->{q} $of->{w}", 'daily 3 86400', 'RateLimit-Policy: "daily";q=3;w=86400');
+is($of->{t}, $over->{headers}{'retry-after'}, 'RateLimit\'s t: when the period ends');
 ok(poll_until(sub { $qg->sql(q{SELECT quota_used FROM querygate.keys WHERE name = 'quota_key'}) eq '3' }),
 	'the writer saved the count: the keys view says 3 used');
 is($qg->sql(q{SELECT quota || ' ' || quota_period FROM querygate.keys WHERE name = 'quota_key'}), '3 day',
@@ -180,7 +191,7 @@ ok($qg->wait_health, 'restarted again');
 is($qg->sql(q{SELECT quota_used FROM querygate.keys WHERE name = 'quota_key'}), '4',
 	"a clean stop saved the count (4, where the interval had saved $used)");
 my $fifth = $qg->get('/q/rl_item?id=1', key => $qkey);
-is($fifth->{headers}{'ratelimit-remaining'}, 5, 'and the count goes on from it after the start (5 of 10 left)');
+is(QuerygateTest::limit_fields($fifth)->{r}, 5, 'and the count goes on from it after the start (5 of 10 left)');
 
 # ---- no valid credentials: counted per address
 $qg->set_and_reload('querygate.anonymous_rate_limit', '0.001');
@@ -197,25 +208,36 @@ ok(poll_until(sub { $qg->get('/q/rl_item?id=1')->{status} == 401 }), 'with the l
 $qg->sql(q{SELECT querygate.set_limits(key => 'limited_key1', rate_per_second => 100, burst => 1000)});
 $qg->set_and_reload('querygate.rate_limit_headers', 'refused');
 ok(QuerygateTest::poll_fresh(sub { $qg->fresh_request('GET', '/q/rl_item?id=1', key => $key) },
-		sub { $_[0]{status} == 200 && !exists $_[0]{headers}{'ratelimit-remaining'} }),
-	'with refused, a success to a limited caller has no RateLimit-Remaining (8 in a row, fresh connections)');
+		sub { $_[0]{status} == 200 && !exists $_[0]{headers}{'ratelimit'} }),
+	'with refused, a success to a limited caller has no RateLimit (8 in a row, fresh connections)');
 my $quiet = $qg->fresh_request('GET', '/q/rl_item?id=1', key => $key);
 $qg->expect_rows($quiet, [ { id => 1, n => 0 } ], 'the call is answered as before');
-is(join(',', grep { /^ratelimit-|^retry-after$/ } sort keys %{ $quiet->{headers} }), '',
-	'and carries none of RateLimit-Limit, -Remaining, -Reset or Retry-After');
+is(join(',', grep { /^ratelimit|^retry-after$/ } sort keys %{ $quiet->{headers} }), '',
+	'and carries no RateLimit field (nor the earlier drafts\' three) nor Retry-After');
 $qg->sql(q{SELECT querygate.set_limits(key => 'limited_key1', rate_per_second => 0.001, burst => 1)});
 my @answers = map { $qg->get('/q/rl_item?id=1', key => $key) } 1 .. 2;
 is(join(' ', map { $_->{status} } @answers), '200 429', 'a burst of 1: the first call admitted, the second refused');
-ok(!exists $answers[0]{headers}{'ratelimit-limit'}, 'the admitted one without RateLimit headers');
+ok(!exists $answers[0]{headers}{'ratelimit'}, 'the admitted one without RateLimit');
 $qg->expect_error($answers[1], 429, 'rate_limited', 'the refused one');
-is($answers[1]{headers}{'ratelimit-limit'}, 1, 'the 429 still carries RateLimit-Limit');
-is($answers[1]{headers}{'ratelimit-remaining'}, 0, 'and RateLimit-Remaining');
-cmp_ok($answers[1]{headers}{'ratelimit-reset'}, '>', 0, 'and RateLimit-Reset');
+my $rf = QuerygateTest::limit_fields($answers[1]);
+is("$rf->{policy} $rf->{q} $rf->{r}", 'rate 1 0', 'the 429 still carries RateLimit and RateLimit-Policy');
+cmp_ok($rf->{t}, '>', 0, 'with t');
 cmp_ok($answers[1]{headers}{'retry-after'}, '>=', 900, 'and Retry-After');
-$qg->set_and_reload('querygate.rate_limit_headers', 'all');
+
+# ---- querygate.rate_limit_headers = legacy: the earlier drafts' three fields, on every answer
 $qg->sql(q{SELECT querygate.set_limits(key => 'limited_key1', rate_per_second => 100, burst => 1000)});
+$qg->set_and_reload('querygate.rate_limit_headers', 'legacy');
 ok(QuerygateTest::poll_fresh(sub { $qg->fresh_request('GET', '/q/rl_item?id=1', key => $key) },
 		sub { $_[0]{status} == 200 && defined $_[0]{headers}{'ratelimit-remaining'} }),
-	'back to all (the default): every success carries them again');
+	'with legacy, every success carries RateLimit-Remaining');
+my $legacy = $qg->fresh_request('GET', '/q/rl_item?id=1', key => $key);
+is($legacy->{headers}{'ratelimit-limit'}, 1000, 'RateLimit-Limit is the burst');
+cmp_ok($legacy->{headers}{'ratelimit-remaining'}, '<', 1000, 'RateLimit-Remaining what is left of it');
+like($legacy->{headers}{'ratelimit-reset'}, qr/^\d+$/, 'RateLimit-Reset in seconds');
+ok(!exists $legacy->{headers}{'ratelimit'}, 'and no draft field');
+$qg->set_and_reload('querygate.rate_limit_headers', 'draft');
+ok(QuerygateTest::poll_fresh(sub { $qg->fresh_request('GET', '/q/rl_item?id=1', key => $key) },
+		sub { $_[0]{status} == 200 && defined $_[0]{headers}{'ratelimit'} && !exists $_[0]{headers}{'ratelimit-limit'} }),
+	'back to draft (the default): every success carries RateLimit again');
 
 done_testing();
