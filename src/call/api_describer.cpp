@@ -14,7 +14,9 @@ extern "C" {
 #include "utils/resowner.h"
 }
 
+#include "call/call_limits.hpp"
 #include "common/settings.hpp"
+#include "http/limit_fields.hpp"
 #include "pg/pg_guard.hpp"
 
 #include <algorithm>
@@ -101,6 +103,7 @@ void describe_api(CatalogCache &cache, PlanCache &plans, const Caller &caller,
                   api_description::Api &out)
 {
     out.queries.clear();
+    out.limit_policies = limit_fields::policies(limits_of(caller), unix_now_us());
     std::vector<std::string> names(caller.policy->queries.begin(), caller.policy->queries.end());
     std::sort(names.begin(), names.end());
     for (const std::string &name : names) {

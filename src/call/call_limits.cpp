@@ -54,15 +54,13 @@ void load_quota(const limit_table::Subject &who, int64 &period_start_us, int64 &
     });
 }
 
-// The limits an accepted caller is charged under: a key's merged over its policy's, a token's
-// its policy's.
+} // namespace
+
 rate_limits::Limits limits_of(const Caller &caller)
 {
     return caller.key != nullptr ? rate_limits::merge(caller.key->limits, caller.policy->limits)
                                  : caller.policy->limits;
 }
-
-} // namespace
 
 ApiError charge_caller(const Caller &caller, LimitReport &report, LimitHold &hold)
 {

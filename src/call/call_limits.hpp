@@ -8,6 +8,7 @@
 #include "call/authenticate.hpp"
 #include "common/api_error.hpp"
 #include "common/call.hpp"
+#include "rules/rate_limits.hpp"
 
 #include <string>
 
@@ -21,6 +22,10 @@ ApiError charge_caller(const Caller &caller, LimitReport &report, LimitHold &hol
 // calls wait until it is paid), under the call's hold; its quota counts the call once. Never
 // throws.
 void charge_length(const LimitHold &hold, unsigned long long rows) noexcept;
+
+// The limits an accepted caller is charged under: a key's merged over its policy's, a token's
+// its policy's.
+rate_limits::Limits limits_of(const Caller &caller);
 
 // A call with no valid credentials from `address`, under querygate.anonymous_rate_limit: a 429
 // error when over it (none when the limit is off). Needs no transaction.

@@ -488,15 +488,14 @@ ApiError admit(const Subject &who, const rate_limits::Limits &limits, int64 now_
         report.limit = limits.quota;
         report.remaining = quota_left;
         report.reset_seconds = rate_limits::seconds_up(period_end - now_us);
-        report.window_seconds = rate_limits::seconds_up(period_end - period_start);
+        report.window_seconds = rate_limits::quota_window_seconds(limits.quota_period, now_us);
     } else if (limits.rate_per_second > 0) {
         report.policy = LimitReport::Policy::rate;
         report.limit = capacity;
         report.remaining = c.bucket_left;
         report.reset_seconds = rate_limits::seconds_up(static_cast<int64>(
             (static_cast<double>(capacity) - c.tokens) / limits.rate_per_second * 1e6));
-        report.window_seconds = rate_limits::seconds_up(
-            static_cast<int64>(static_cast<double>(capacity) / limits.rate_per_second * 1e6));
+        report.window_seconds = rate_limits::rate_window_seconds(limits);
     } else {
         report.present = false; // an in-flight limit alone has no window to speak of
     }

@@ -50,6 +50,9 @@ struct Query {
 
 struct Api {
     std::vector<Query> queries; // by name
+    // The caller's limits as the RateLimit-Policy field says them (http/limit_fields.hpp), so a
+    // client can pace itself before it is refused; empty when it has none.
+    std::string limit_policies;
 };
 
 } // namespace api_description

@@ -47,4 +47,26 @@ std::string ratelimit_policy(const LimitReport &report)
     return out;
 }
 
+std::string policies(const rate_limits::Limits &limits, std::int64_t unix_us)
+{
+    std::string out;
+    if (limits.rate_per_second > 0) {
+        LimitReport rate;
+        rate.policy = LimitReport::Policy::rate;
+        rate.limit = rate_limits::capacity(limits);
+        rate.window_seconds = rate_limits::rate_window_seconds(limits);
+        out = ratelimit_policy(rate);
+    }
+    if (limits.quota > 0) {
+        LimitReport quota;
+        quota.policy = limits.quota_period == rate_limits::Period::day
+                           ? LimitReport::Policy::daily
+                           : LimitReport::Policy::monthly;
+        quota.limit = limits.quota;
+        quota.window_seconds = rate_limits::quota_window_seconds(limits.quota_period, unix_us);
+        out += (out.empty() ? "" : ", ") + ratelimit_policy(quota);
+    }
+    return out;
+}
+
 } // namespace limit_fields

@@ -13,7 +13,9 @@
 #pragma once
 
 #include "common/call.hpp"
+#include "rules/rate_limits.hpp"
 
+#include <cstdint>
 #include <string>
 
 namespace limit_fields {
@@ -21,5 +23,9 @@ namespace limit_fields {
 // The value of RateLimit, and of RateLimit-Policy.
 std::string ratelimit(const LimitReport &report);
 std::string ratelimit_policy(const LimitReport &report);
+
+// Every policy a caller's limits set, as one RateLimit-Policy value (a List: "rate", then its
+// quota's), for /catalog; empty when they set none (an in-flight limit alone has no window).
+std::string policies(const rate_limits::Limits &limits, std::int64_t unix_us);
 
 } // namespace limit_fields

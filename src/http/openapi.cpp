@@ -347,6 +347,11 @@ std::string document(const api_description::Api &api)
 std::string catalog(const api_description::Api &api)
 {
     Owned doc = object();
+    // Who asks: its limits, as the RateLimit-Policy field a 429 carries says them.
+    Owned caller = object();
+    if (!api.limit_policies.empty())
+        set(caller, "RateLimit-Policy", str(api.limit_policies));
+    set(doc, "caller", std::move(caller));
     Owned queries = array();
     for (const Query &q : api.queries) {
         Owned entry = object();

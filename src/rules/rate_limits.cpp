@@ -117,4 +117,17 @@ long long seconds_up(std::int64_t us)
     return (us + us_per_second - 1) / us_per_second;
 }
 
+long long rate_window_seconds(const Limits &limits)
+{
+    if (limits.rate_per_second <= 0)
+        return 0;
+    return seconds_up(static_cast<std::int64_t>(static_cast<double>(capacity(limits)) /
+                                                limits.rate_per_second * us_per_second));
+}
+
+long long quota_window_seconds(Period period, std::int64_t unix_us)
+{
+    return seconds_up(period_end(period, unix_us) - period_start(period, unix_us));
+}
+
 } // namespace rate_limits

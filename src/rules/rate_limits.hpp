@@ -58,4 +58,9 @@ std::int64_t period_end(Period period, std::int64_t unix_us);
 // Whole seconds, rounded up, of a wait in microseconds (at least 1 when there is any wait).
 long long seconds_up(std::int64_t us);
 
+// The windows the RateLimit-Policy field gives the limits (http/limit_fields.hpp), in whole
+// seconds: the time an empty bucket takes to fill; the period holding unix_us.
+long long rate_window_seconds(const Limits &limits);
+long long quota_window_seconds(Period period, std::int64_t unix_us);
+
 } // namespace rate_limits

@@ -240,4 +240,18 @@ ok(QuerygateTest::poll_fresh(sub { $qg->fresh_request('GET', '/q/rl_item?id=1', 
 		sub { $_[0]{status} == 200 && defined $_[0]{headers}{'ratelimit'} && !exists $_[0]{headers}{'ratelimit-limit'} }),
 	'back to draft (the default): every success carries RateLimit again');
 
+# ---- /catalog says the caller's policies, as RateLimit-Policy does
+$qg->sql(q{SELECT querygate.set_limits(key => 'limited_key1', quota => 5000, quota_period => 'month')});
+my $caller = $qg->get('/catalog', key => $key)->{json}{caller};
+my $policies = QuerygateTest::sf_list($caller->{'RateLimit-Policy'});
+is(join(' | ', map { "$_->[0][0]:$_->[0][1]" } @{ $policies // [] }), 'string:rate | string:monthly',
+	'/catalog\'s caller: a RateLimit-Policy List, the rate then the quota');
+is(join(' ', map { "$_->[1]{q}[0]:$_->[1]{q}[1] $_->[1]{w}[0]" } @{ $policies // [] }),
+	'integer:1000 integer integer:5000 integer', 'each with Integer q and w');
+is($policies->[0][1]{w}[1], 10, 'the rate\'s window: 1000 calls at 100 a second');
+cmp_ok($policies->[1][1]{w}[1], '>=', 28 * 86400, 'the quota\'s: this month');
+cmp_ok($policies->[1][1]{w}[1], '<=', 31 * 86400, 'at most 31 days');
+is_deeply($qg->get('/catalog', key => $qg->access(policy => 'unlimited_catalog', run_as => 'rl_reader', queries => ['rl_item']))->{json}{caller},
+	{}, 'a caller without limits: an empty caller section');
+
 done_testing();

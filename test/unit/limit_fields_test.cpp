@@ -5,6 +5,8 @@
 #include "http/limit_fields.hpp"
 #include "tap.hpp"
 
+#include <cstdint>
+
 namespace {
 
 using tap::is;
@@ -38,5 +40,24 @@ int main()
     is(limit_fields::ratelimit(report(LimitReport::Policy::rate, 1, -4, 1LL << 60, 1)),
        std::string("\"rate\";r=0;t=999999999999999"),
        "below 0 is 0; past 15 digits (what an sf-integer holds) is the largest it holds");
+
+    // Every policy of a caller's limits, for /catalog: 2024-02-10 (a month of 29 days).
+    const std::int64_t feb_10 = 1707523200LL * 1000000;
+    rate_limits::Limits limits;
+    limits.rate_per_second = 100;
+    limits.burst = 1000;
+    limits.quota = 5000;
+    limits.quota_period = rate_limits::Period::month;
+    is(limit_fields::policies(limits, feb_10),
+       std::string("\"rate\";q=1000;w=10, \"monthly\";q=5000;w=2505600"),
+       "a rate and a monthly quota: two members, the bucket filling in 10 s, February's 29 days");
+    limits.quota_period = rate_limits::Period::day;
+    limits.rate_per_second = 0;
+    is(limit_fields::policies(limits, feb_10), std::string("\"daily\";q=5000;w=86400"),
+       "a daily quota alone");
+    rate_limits::Limits in_flight;
+    in_flight.max_in_flight = 3;
+    is(limit_fields::policies(in_flight, feb_10), std::string(),
+       "an in-flight limit alone: no policy with a window");
     return tap::done();
 }
