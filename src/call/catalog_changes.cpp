@@ -83,7 +83,8 @@ void at_transaction_end(XactEvent event, void *)
                 append(shared->rings[k], pending[k]);
         SpinLockRelease(&shared->mutex);
     }
-    if (event == XACT_EVENT_PRE_PREPARE && any)
+    // (A server that did not preload querygate has no workers to tell: nothing to refuse.)
+    if (event == XACT_EVENT_PRE_PREPARE && any && shared != nullptr)
         ereport(ERROR,
                 (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                  errmsg("querygate: a transaction that changed API keys or saved queries cannot "
