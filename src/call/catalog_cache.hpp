@@ -102,8 +102,6 @@ class CatalogCache {
     // Changes with the generation and whenever a key changed: what a caller's check depends on
     // (an open event stream's caller is checked again).
     uint64_t changes() const { return generation_ + key_changes_; }
-    // Keys cached now (for tests of the bound: querygate.key_cache_size).
-    std::size_t cached_keys() const { return keys_.size(); }
 
   private:
     // Reloads the parts `stale` names (catalog_cache.cpp: Part); false when the extension is not

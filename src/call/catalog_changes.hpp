@@ -4,8 +4,9 @@
 //
 // Why: a service that gives each of its users a key has hundreds of thousands of them and
 // creates and revokes them all day, and may save thousands of queries. A worker that reloaded
-// every key on each change paid 155-256 ms after each create_key with 100,000 keys. Workers now
-// fetch a key by its hash, and a query by its name, the first time they need it, and keep it; what
+// every key and query on each change paid for the whole catalog at the next call after any of
+// them. Workers now fetch a key by its hash, and a query by its name, the first time they need
+// it, and keep it; what
 // changes a kept row (an UPDATE or DELETE: a key revoked, expired, given another policy or limit;
 // a query saved again, published, rolled back or dropped) is told here.
 //

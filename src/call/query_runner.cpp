@@ -73,6 +73,25 @@ namespace {
 
 enum class Phase { setup, binding, executing };
 
+// An export's file (export_file.hpp): a new one when `path` is empty, else the one a worker
+// holds. Throws (an internal error) when there is none.
+FileBody export_file_at(const std::string &path)
+{
+    FileBody file(export_file::open_for(path), 0);
+    if (!file.present())
+        throw std::runtime_error(std::string("no file for an export: ") + strerror(errno));
+    return file;
+}
+
+// A call that failed here: its error alone, nothing of an answer, and nothing to hand on.
+void failed(CallResult &result, ApiError error)
+{
+    result.error = std::move(error);
+    result.body.clear();
+    result.file.reset();
+    result.for_helper = false;
+}
+
 // Hands the parameters a call recorded for the history (history_values.hpp) to its result
 // however the call ends: on success, and when its execution fails after they were read.
 class CallParamsKept {
@@ -299,9 +318,7 @@ void QueryRunner::State::execute(const CachedQuery &query, PlanEntry &entry,
     // An export writes every row to its file (export_file.hpp), which the answer is sent from: a
     // new one, or in a helper its worker's. It is closed on every way out but the one that hands
     // it on.
-    FileBody file(request.stream ? export_file::open_for(request.export_to) : -1, 0);
-    if (request.stream && !file.present())
-        throw std::runtime_error(std::string("no file for an export: ") + strerror(errno));
+    FileBody file = request.stream ? export_file_at(request.export_to) : FileBody();
     const int export_fd = file.fd();
     uint64 exported = 0;
     const uint64 export_limit = static_cast<uint64>(settings::max_export_size) * 1024 * 1024;
@@ -863,10 +880,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
                 // writing a worker's export runs in the place the worker took.)
             } else if (request.stream && reads_move) {
                 // The file the helper writes the rows into, which this worker then sends.
-                result.file = FileBody(export_file::create(), 0);
-                if (!result.file.present())
-                    throw std::runtime_error(std::string("no file for an export: ") +
-                                             strerror(errno));
+                result.file = export_file_at(std::string());
                 result.for_helper = true; // this read-only transaction commits, having run nothing
             } else if (entry.analysis->write_ops != 0 && hand_off) {
                 result.for_helper = true; // this read-only transaction commits, having run nothing
@@ -925,8 +939,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
             moved.for_helper = true;
             result = std::move(moved);
         } else {
-            result.error = s.error_for(e, request, query);
-            result.body.clear();
+            failed(result, s.error_for(e, request, query));
             s.abort_call();
         }
     } catch (const std::exception &e) {
@@ -934,8 +947,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
         // must be ended here, or every later call on this worker would fail.
         ereport(LOG, (errmsg("querygate: call of \"%s\" failed (request %s): %s",
                              request.query.c_str(), request.request_id.c_str(), e.what())));
-        result.error = api_errors::make(error_code::internal_error, "internal error");
-        result.body.clear();
+        failed(result, api_errors::make(error_code::internal_error, "internal error"));
         s.abort_call();
     }
     // Only an accepted caller is named: a refused key's name is nobody's business (and it has
