@@ -6,7 +6,7 @@
 BEGIN;
 CREATE EXTENSION querygate;
 CREATE ROLE qg_cf_role NOLOGIN;
-SELECT plan(81);
+SELECT plan(85);
 
 -- Signatures (names, argument types, return types).
 SELECT has_schema('querygate');
@@ -46,6 +46,12 @@ SELECT lives_ok($$SELECT querygate.drop_policy('p1', true)$$, 'drop_policy with 
 SELECT lives_ok($$SELECT querygate.save_query('q1', 'SELECT 2 AS two', 'replaced')$$,
                 'save_query with an existing name replaces it');
 SELECT is((SELECT count(*)::int FROM querygate.saved_query), 1, 'replacing does not add a row');
+SELECT lives_ok($$SELECT querygate.save_query('q1', 'SELECT 3 AS three')$$, 're-saving without a description');
+SELECT is((SELECT description FROM querygate.saved_query WHERE name = 'q1'), 'replaced',
+          're-saving without a description keeps the one it had');
+SELECT lives_ok($$SELECT querygate.save_query('q1', 'SELECT 2 AS two', '')$$, 're-saving with an empty one');
+SELECT is((SELECT description FROM querygate.saved_query WHERE name = 'q1'), NULL,
+          'an empty description clears it');
 SELECT lives_ok($$SELECT querygate.save_query(name => 'q2', sql => 'SELECT :a::int AS a', description => 'named notation')$$,
                 'save_query in named notation (name, sql, description)');
 SELECT lives_ok($$SELECT querygate.save_query('Q.2-x_3', 'SELECT 1 AS one')$$, 'name with letters, digits, ".", "-", "_"');

@@ -831,6 +831,10 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
                                           : charge_caller(caller, result.limits, result.limit_hold);
                    limited.set()) {
             result.error = std::move(limited); // before anything of the call runs
+            // Counted as a call of its query, as history has it, when the caller may call it
+            // (stat_table.hpp): a refused caller makes no entry for a name of its choosing.
+            if (caller.policy->queries.count(request.query) != 0)
+                query = s.cache.find_query(request.query);
         } else if (caller.policy->queries.count(request.query) == 0 ||
                    (query = s.cache.find_query(request.query)) == nullptr) {
             // Not granted, then not there: a name the caller may not call is never looked up.
@@ -842,7 +846,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
             result.error = std::move(bad);
         } else if (ApiError refused = s.may_run_as(*caller.policy); refused.set()) {
             result.error = std::move(refused);
-        } else if (hand_off && !request.stream &&
+        } else if (hand_off && !request.stream && !request.safe_method &&
                    s.plans.known_write(*query, caller.policy->run_as) && !RecoveryInProgress()) {
             // A write planned here before: the helper plans and decides it again, so this worker
             // need not (its role, plan and decision cost about as much as the rest of the check).
@@ -859,8 +863,13 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
             PlanEntry &entry = s.plans.plan_for(*query, role);
             const PolicyDecision &decision =
                 s.plans.decision_for(entry, *caller.policy, s.cache.generation());
-            // The server-wide switch outranks every policy: with it off, no call writes.
-            if (entry.analysis->write_ops != 0 && !settings::allow_writes) {
+            if (entry.analysis->write_ops != 0 && request.safe_method) {
+                // Said before anything else of the write: no GET ever writes, whoever calls.
+                result.error = api_errors::make(error_code::method_not_allowed,
+                                                "this query writes: call it with POST");
+                result.error.allow = "POST";
+            } else if (entry.analysis->write_ops != 0 && !settings::allow_writes) {
+                // The server-wide switch outranks every policy: with it off, no call writes.
                 result.error =
                     api_errors::make(error_code::read_only, "writes are turned off on this server");
             } else if (entry.analysis->write_ops != 0 && RecoveryInProgress()) {

@@ -77,6 +77,9 @@ struct CallRequest {
     // ?stream=true: every row, written to a file and sent from it after the call (an export,
     // call/export_file.hpp), instead of a page. Never a write.
     bool stream = false;
+    // A GET: a safe method (RFC 9110, 9.2.1), which a prefetcher, crawler or retrying proxy may
+    // repeat, so the call may not write (405, Allow: POST).
+    bool safe_method = false;
     // How long the caller lets its query run (?timeout=, Prefer: timeout=), in milliseconds; 0:
     // as long as its policy and the server allow. It can only shorten the call.
     long timeout_ms = 0;

@@ -129,6 +129,7 @@ void encode(const CallRequest &request, std::string &out)
     w.number(request.timeout_ms);
     w.text(request.request_id);
     w.flag(request.stream);
+    w.flag(request.safe_method);
     w.text(request.export_to);
 }
 
@@ -172,7 +173,7 @@ bool decode(const char *data, std::size_t size, CallRequest &out)
             return false;
     return r.number(out.page) && r.number(out.page_size) && r.format(out.format) &&
            r.number(out.timeout_ms) && r.text(out.request_id) && r.flag(out.stream) &&
-           r.text(out.export_to) && r.done();
+           r.flag(out.safe_method) && r.text(out.export_to) && r.done();
 }
 
 bool decode(const char *data, std::size_t size, CallResult &out)

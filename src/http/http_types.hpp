@@ -88,7 +88,7 @@ struct HttpResponse {
     static constexpr std::size_t usual_headers = 12;
 
     int status = 200;
-    std::string content_type = "application/json";
+    std::string content_type = "application/json"; // empty: none (a 304)
     std::string body;
     std::vector<ResponseHeader> headers;
     std::string error_code; // the error's code (write_error), for the access log; empty on success

@@ -149,7 +149,7 @@ bool required(const Param &p)
 
 Owned param_schema(const Param &p)
 {
-    Owned s = value_schema(p.type, false);
+    Owned s = value_schema(p.type, p.has_rule && param_rules::accepts_null(&p.rule));
     if (!p.has_rule)
         return s;
     const param_rules::Rule &r = p.rule;

@@ -335,7 +335,8 @@ std::string document(const api_description::Api &api)
     Owned paths = object();
     for (const Query &q : api.queries) {
         Owned item = object();
-        set(item, "get", operation(q, false));
+        if (!q.writes) // a GET never writes (405, Allow: POST)
+            set(item, "get", operation(q, false));
         set(item, "post", operation(q, true));
         set(paths, "/q/" + q.name, std::move(item));
     }
@@ -359,6 +360,11 @@ std::string catalog(const api_description::Api &api)
         set(entry, "description", q.description.empty() ? Owned(json_null()) : str(q.description));
         set(entry, "version", integer(q.version));
         set(entry, "writes", boolean(q.writes));
+        Owned methods = array();
+        if (!q.writes)
+            append(methods, str("GET"));
+        append(methods, str("POST"));
+        set(entry, "methods", std::move(methods));
         Owned params = array();
         for (const Param &p : q.params) {
             Owned pe = object();

@@ -128,7 +128,9 @@ void set_maker(Maker m)
 
 void add_headers(MHD_Response *response, const HttpResponse &answer)
 {
-    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, answer.content_type.c_str());
+    if (!answer.content_type.empty())
+        MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                answer.content_type.c_str());
     for (const auto &h : answer.headers)
         MHD_add_response_header(response, h.name, h.value.c_str());
 }

@@ -726,6 +726,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
         return;
     }
     CallRequest call = start_call(request, name, id, logged);
+    call.safe_method = request.method == "GET";
     if (refused_without_credentials(call, response, id))
         return;
     // The format: ?format= or the body's, which win over Accept; the timeout: ?timeout= or the
@@ -874,18 +875,22 @@ void RequestHandler::answer_call(CallResult &result, const Shape &shape, HttpRes
     response.add_header("X-Page-Size", std::to_string(shape.page_size));
     response.add_header("X-Has-More", result.has_more ? "true" : "false");
     std::string tag = answer_encoding::etag(response.body);
-    if (shape.conditional && answer_encoding::none_match(&shape.if_none_match, tag)) {
-        response.status = 304; // the caller has this answer already: it gets the headers alone
-        response.body.clear();
-        response.add_header("ETag", std::move(tag));
-        return;
-    }
+    const bool unchanged =
+        shape.conditional && answer_encoding::none_match(&shape.if_none_match, tag);
     response.add_header("ETag", std::move(tag));
     std::string compressed;
     if (shape.gzip && response.body.size() >= answer_encoding::gzip_threshold &&
         answer_encoding::gzip(response.body, compressed)) {
         response.body.swap(compressed);
-        response.add_header("Content-Encoding", "gzip");
+        if (!unchanged)
+            response.add_header("Content-Encoding", "gzip");
+    }
+    if (unchanged) {
+        // The caller has this answer already: the head alone. libmicrohttpd sends no body after
+        // a 304 but says the body's length, which is so the 200's, as RFC 9110 (15.4.5) allows;
+        // no Content-Type or Content-Encoding, which describe a body.
+        response.status = 304;
+        response.content_type.clear();
     }
 }
 

@@ -77,6 +77,9 @@ ApiError bind_params(const std::vector<std::string> &names,
             if (p->value.find('\0') != std::string::npos) {
                 problems.emplace_back(name, "must not contain a NUL byte");
                 only_missing = false;
+            } else if (p->is_null && !param_rules::accepts_null(rule)) {
+                problems.emplace_back(name, "must not be null");
+                only_missing = false;
             } else if (rule != nullptr && !p->is_null) {
                 std::string problem = param_rules::check(*rule, p->value);
                 if (problem.empty() && !rule->pattern.empty() &&

@@ -149,6 +149,10 @@ bool parse_one(const char *name, json_t *spec, Rule &r, std::string &error)
                 return fail("required must be true or false");
             r.required = json_is_true(v);
             required_given = true;
+        } else if (k == "nullable") {
+            if (!json_is_boolean(v))
+                return fail("nullable must be true or false");
+            r.nullable = json_is_true(v);
         } else if (k == "default") {
             r.has_default = true;
             if (json_is_null(v))

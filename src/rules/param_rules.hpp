@@ -17,6 +17,7 @@ struct Rule {
     std::string name;
     Type type = Type::any;
     bool required = true;
+    bool nullable = false; // "nullable": true (accepts_null)
     bool has_default = false;
     bool default_is_null = false;
     std::string default_text;
@@ -36,5 +37,14 @@ bool parse(std::string_view json, std::vector<Rule> &out, std::string &error);
 std::string check(const Rule &rule, const std::string &value);
 
 const Rule *find(const std::vector<Rule> &rules, const std::string &name);
+
+// Whether a null (JSON's, in a POST body or a tool call) is bound as SQL NULL: only where the
+// rules allow it, as "nullable": true, a null default, or an optional parameter without a default
+// (which is NULL when left out). Without rules, a parameter is required and takes no null.
+inline bool accepts_null(const Rule *rule)
+{
+    return rule != nullptr && (rule->nullable || (rule->has_default && rule->default_is_null) ||
+                               (!rule->required && !rule->has_default));
+}
 
 } // namespace param_rules

@@ -251,9 +251,21 @@ QUERYGATE_SQL_FUNCTION(querygate_save_query)
     AnalyzedQuery analyzed;
     analyze_version(v, &analyzed);
 
+    const MemoryContext here = CurrentMemoryContext;
     CatalogSession session;
     catalog_session_begin(&session);
     lock_query_name(name);
+    // A description not given is the one the query had (its newest version's): re-saving the SQL
+    // does not wipe it. An empty one clears it.
+    if (v.description == nullptr) {
+        const char *args[1] = {name};
+        if (catalog_exec_texts("SELECT description FROM querygate.saved_query_version "
+                               "WHERE name = $1 ORDER BY version DESC LIMIT 1",
+                               1, args) > 0)
+            v.description = catalog_result_text(0, 1, here);
+    } else if (v.description[0] == '\0') {
+        v.description = nullptr;
+    }
     const int version = add_version(&session, v, publish);
     if (publish)
         publish_version(&session, v, version, analyzed);

@@ -40,8 +40,10 @@ SELECT :i2::int2 AS i2, :i4::int4 AS i4, :i8::int8 AS i8, :f4::float4 AS f4, :f8
        :ts::timestamptz AS ts, :u::uuid AS u, :arr::int[] AS arr, :d::date AS d
 $q$);
 SELECT querygate.save_query('inferred', 'SELECT i4, i8, n, u, ts, b FROM typed WHERE i4 = :i4 AND i8 = :i8 AND n = :n AND u = :u AND ts = :ts AND b = :b');
-SELECT querygate.save_query('nullable', 'SELECT :n::int IS NULL AS is_null, :n::int AS n');
-SELECT querygate.save_query('echo_text', 'SELECT :s::text AS s, length(:s::text) AS len');
+SELECT querygate.save_query('nullable', 'SELECT :n::int IS NULL AS is_null, :n::int AS n',
+                            params => '{"n": {"nullable": true}}');
+SELECT querygate.save_query('echo_text', 'SELECT :s::text AS s, length(:s::text) AS len',
+                            params => '{"s": {"nullable": true}}');
 SELECT querygate.save_query('echo_json', 'SELECT :j::jsonb AS j, :t::text AS t');
 SQL
 my $secret = $qg->access(run_as => $qg->role('api_reader', select => ['typed']),
@@ -170,9 +172,12 @@ $res = $qg->request('POST', '/q/echo_json', key => $secret,
 	content => '{"params": {"j": "not json", "t": "x"}}');
 $qg->expect_error($res, 400, 'param_invalid', 'a JSON string that is not JSON text, for a jsonb parameter', param => 'j');
 
-# --- JSON null is SQL NULL; GET has no null (an empty value is the empty string)
+# --- JSON null is SQL NULL where the rules allow it; GET has no null (an empty value is the
+# empty string)
 $res = $qg->request('POST', '/q/nullable', key => $secret, content => '{"params": {"n": null}}');
 is($res->{status} . ' ' . ($res->{content} // ''), '200 [{"is_null":true,"n":null}]', 'POST null binds SQL NULL');
+$res = $qg->request('POST', '/q/echo_json', key => $secret, content => '{"params": {"j": "{}", "t": null}}');
+$qg->expect_error($res, 400, 'param_invalid', 'null for a parameter without rules (required)', param => 't');
 $res = $qg->get('/q/echo_text?s=', key => $secret);
 is($res->{status} . ' ' . ($res->{content} // ''), '200 [{"s":"","len":0}]', 'GET s= binds the empty string');
 $res = $qg->request('POST', '/q/echo_text', key => $secret, content => '{"params": {"s": null}}');

@@ -75,11 +75,11 @@ for my $k ([ 'api_app', $app ], [ 'the superuser', $admin ])
 	my ($who, $key) = @$k;
 	$res = $qg->get('/q/write_fn', key => $key);
 	$qg->expect_error($res, 403, 'read_only', "a SELECT calling a volatile function that INSERTs ($who)");
-	$res = $qg->get('/q/insert?x=5', key => $key);
+	$res = $qg->post('/q/insert?x=5', undef, key => $key);
 	$qg->expect_error($res, 403, 'read_only', "a saved INSERT ($who)");
-	$res = $qg->get('/q/update?aid=1', key => $key);
+	$res = $qg->post('/q/update?aid=1', undef, key => $key);
 	$qg->expect_error($res, 403, 'read_only', "a saved UPDATE ($who)");
-	$res = $qg->get('/q/cte_write', key => $key);
+	$res = $qg->post('/q/cte_write', undef, key => $key);
 	$qg->expect_error($res, 403, 'read_only', "a data-modifying CTE ($who)");
 	$res = $qg->get('/q/nextval', key => $key);
 	$qg->expect_error($res, 403, 'read_only', "nextval() ($who)");

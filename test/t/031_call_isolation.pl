@@ -149,7 +149,7 @@ after('setval_read', 403, 'read_only', 'setval from a read call');
 is($qg->sql('SELECT last_value FROM ci_items_id_seq'), $seq_before, 'the sequence did not move');
 
 # --- sequence state: lastval() and currval() would tell the next caller another call's id
-my $ins = $qg->get('/q/insert?v=secret-id', key => $app);
+my $ins = $qg->post('/q/insert?v=secret-id', undef, key => $app);
 is($ins->{status}, 200, 'an insert through the sequence') or diag(QuerygateTest::describe($ins));
 $qg->expect_error(call('lastval'), 500, 'query_failed', 'lastval() in the next call: not defined in this session');
 $qg->expect_error(call('currval'), 500, 'query_failed', 'currval() in the next call: not defined in this session');

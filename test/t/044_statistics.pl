@@ -31,6 +31,9 @@ my $key1 = $qg->access(policy => 'st_one', run_as => 'st_reader',
 	queries => [qw(st_item st_range st_bump)],
 	setup => q{SELECT querygate.grant_writes('st_one', '{update}');});
 my $key2 = $qg->access(policy => 'st_two', run_as => 'st_reader', queries => [qw(st_item)]);
+# A key of two calls at once, refilled slowly: its calls past them are refused (429) and counted.
+my $key3 = $qg->access(policy => 'st_three', run_as => 'st_reader', queries => [qw(st_item)],
+	key_args => 'rate_per_second => 0.01, burst => 2');
 
 # Requests each worker answered, summed (querygate.stat_workers).
 sub requests_answered
@@ -89,6 +92,16 @@ for my $i (1 .. 2)
 	is($res->{status}, 200, "st_item by the second policy, call $i");
 	$made++;
 }
+for my $i (1 .. 4)
+{
+	my $res = $qg->get("/q/st_item?id=$i", key => $key3);
+	is($res->{status}, $i <= 2 ? 200 : 429, "st_item by a key of two calls at once, call $i");
+	$made++;
+}
+# Refused by the limit before anything else: a query its policy is not granted is not counted.
+$qg->expect_error($qg->get('/q/st_range?upto=1', key => $key3), 429, 'rate_limited',
+	'a query not granted, by a limited key');
+$made++;
 my $range = $qg->get('/q/st_range?upto=4', key => $key1);
 is(scalar @{ $range->{json} // [] }, 4, 'st_range answers 4 rows');
 $made++;
@@ -107,10 +120,11 @@ is($qg->sql(q{SELECT string_agg(format('%s/%s: %s calls, %s errors %s, %s rows',
                 FROM querygate.stat_queries}),
 	'st_bump/st_one: 1 calls, 0 errors {}, 1 rows; '
 	  . 'st_item/st_one: 10 calls, 3 errors {"param_invalid": 3}, 7 rows; '
+	  . 'st_item/st_three: 4 calls, 2 errors {"rate_limited": 2}, 2 rows; '
 	  . 'st_item/st_two: 2 calls, 0 errors {}, 2 rows; '
 	  . 'st_range/st_one: 1 calls, 0 errors {}, 4 rows',
 	'stat_queries: every call of a granted query, per query and policy, whichever worker ran it; '
-	  . 'the write once; nothing for the rest');
+	  . 'the write once; calls refused by a rate limit; nothing for the rest');
 is($qg->sql(q{SELECT bool_and(total_time > 0 AND min_time > 0 AND min_time <= mean_time
                               AND mean_time <= max_time AND stddev_time >= 0
                               AND abs(total_time - mean_time * calls) < 0.001 * total_time + 0.001)
@@ -151,8 +165,10 @@ is($m->{status}, 200, '/metrics with the token: 200');
 like($m->{content_type}, qr{^text/plain; version=0\.0\.4}, '/metrics: the text format 0.0.4');
 is(value_of($m, 'querygate_build_info', 'querygate_build_info', version => '0.1.0'), 1,
 	'querygate_build_info{version="0.1.0"} 1');
-is(value_of($m, 'querygate_calls', 'querygate_calls_total', query => 'st_item', code => 'ok'), 9,
-	'querygate_calls_total{query="st_item",code="ok"}: 9, both policies summed');
+is(value_of($m, 'querygate_calls', 'querygate_calls_total', query => 'st_item', code => 'ok'), 11,
+	'querygate_calls_total{query="st_item",code="ok"}: 11, the policies summed');
+is(value_of($m, 'querygate_calls', 'querygate_calls_total', query => 'st_item', code => 'rate_limited'), 2,
+	'querygate_calls_total{query="st_item",code="rate_limited"}: 2');
 is(value_of($m, 'querygate_calls', 'querygate_calls_total', query => 'st_item', code => 'param_invalid'),
 	3, 'querygate_calls_total{query="st_item",code="param_invalid"}: 3');
 is(value_of($m, 'querygate_calls', 'querygate_calls_total', query => 'st_bump', code => 'ok'), 1,
@@ -161,11 +177,11 @@ is(scalar(samples($m, 'querygate_calls', query => 'made_up_name')), 0, 'no serie
 is(scalar(samples($m, 'querygate_calls', query => 'st_secret')), 0, 'no series for a query not granted');
 is($m->{families}{querygate_call_duration_seconds}{type}, 'histogram', 'call duration: a histogram');
 is(value_of($m, 'querygate_call_duration_seconds', 'querygate_call_duration_seconds_count',
-		query => 'st_item'), 12, 'the histogram counts every st_item call');
+		query => 'st_item'), 16, 'the histogram counts every st_item call');
 my @buckets = map { $_->[2] } grep { $_->[0] eq 'querygate_call_duration_seconds_bucket' }
   samples($m, 'querygate_call_duration_seconds', query => 'st_item');
 is(scalar(@buckets), 17, '17 buckets, +Inf included');
-is($buckets[-1], 12, 'the +Inf bucket holds every call');
+is($buckets[-1], 16, 'the +Inf bucket holds every call');
 is(join(',', grep { $buckets[$_] < $buckets[ $_ - 1 ] } 1 .. $#buckets), '', 'buckets are cumulative');
 my $sum = value_of($m, 'querygate_call_duration_seconds', 'querygate_call_duration_seconds_sum',
 	query => 'st_item');

@@ -31,7 +31,9 @@ sub call_and_hang_up
 {
 	my ($path, $id, $after) = @_;
 	my $sock = $qg->connect_raw;
-	print $sock "GET $path HTTP/1.1\r\nHost: x\r\nX-API-Key: $key\r\nX-Request-Id: $id\r\n\r\n";
+	# POST: a write is never a GET's (and a read may be either).
+	print $sock "POST $path HTTP/1.1\r\nHost: x\r\nX-API-Key: $key\r\nX-Request-Id: $id\r\n"
+	  . "Content-Length: 0\r\n\r\n";
 	sleep $after;
 	close $sock;
 	return time();
@@ -67,7 +69,7 @@ is(history_of('hangup-write'), '499 client_closed', 'as 499 client_closed');
 is($qg->sql('SELECT n FROM hu_t WHERE id = 1'), '0', 'and nothing of it is written: its transaction rolled back');
 
 # ---- a caller that stays is answered
-$res = QuerygateTest::fresh_request($qg, 'GET', '/q/hu_write?s=1', key => $key, headers => { 'X-Request-Id' => 'stays' });
+$res = QuerygateTest::fresh_request($qg, 'POST', '/q/hu_write?s=1', key => $key, headers => { 'X-Request-Id' => 'stays' });
 is($res->{status}, 200, 'a caller that waits for its slow write is answered');
 is($qg->sql('SELECT n FROM hu_t WHERE id = 1'), '1', 'and the write is done');
 ok(QuerygateTest::poll_until(sub { history_of('stays') ne '' }), 'recorded');

@@ -33,7 +33,8 @@ sub send_call
 {
 	my ($path) = @_;
 	my $sock = $qg->connect_raw;
-	print $sock "GET $path HTTP/1.1\r\nHost: x\r\nX-API-Key: $key\r\n\r\n";
+	# POST: a write is never a GET's (and a read may be either).
+	print $sock "POST $path HTTP/1.1\r\nHost: x\r\nX-API-Key: $key\r\nContent-Length: 0\r\n\r\n";
 	return $sock;
 }
 

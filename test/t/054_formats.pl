@@ -160,10 +160,15 @@ my $anon = $qg->get('/q/fmt_all?format=xml');
 is($anon->{status}, 401, 'without a key, an unknown format is not looked at: 401');
 
 # --- a write answers in the format (through a write helper: the format travels with the call)
-is(call('/q/fmt_touch?id=1', Accept => 'text/csv')->{content}, "rows_affected\r\n1\r\n", 'a write as CSV');
-is(call('/q/fmt_touch?id=1&format=tsv')->{content}, "rows_affected\n1\n", 'a write as TSV');
-is(call('/q/fmt_touch?id=9&format=ndjson')->{content}, "{\"rows_affected\":0}\n", 'a write as NDJSON');
-is(call('/q/fmt_touch?id=1')->{content}, '{"rows_affected":1}', 'a write as JSON, as before');
+sub write_call
+{
+	my ($path, %headers) = @_;
+	return $qg->post($path, undef, key => $key, headers => \%headers);
+}
+is(write_call('/q/fmt_touch?id=1', Accept => 'text/csv')->{content}, "rows_affected\r\n1\r\n", 'a write as CSV');
+is(write_call('/q/fmt_touch?id=1&format=tsv')->{content}, "rows_affected\n1\n", 'a write as TSV');
+is(write_call('/q/fmt_touch?id=9&format=ndjson')->{content}, "{\"rows_affected\":0}\n", 'a write as NDJSON');
+is(write_call('/q/fmt_touch?id=1')->{content}, '{"rows_affected":1}', 'a write as JSON, as before');
 is($qg->sql('SELECT flag FROM fmt_t WHERE id = 1'), 'f', 'three writes of row 1 were made');
 
 done_testing();

@@ -75,7 +75,7 @@ ok(!defined from('https://app.example.evil')->{headers}{'access-control-allow-or
 my $nokey = $qg->get('/q/cors_get?id=1', headers => { Origin => $app });
 is($nokey->{status}, 401, 'without a key: 401');
 is($nokey->{headers}{'access-control-allow-origin'}, $app, 'which the page may read too');
-my $write = from($app, '/q/cors_bump?id=1');
+my $write = $qg->post('/q/cors_bump?id=1', undef, key => $key, headers => { Origin => $app });
 is($write->{content}, '{"rows_affected":1}', 'a write from the listed origin (answered by a write helper)');
 is($write->{headers}{'access-control-allow-origin'}, $app, 'carries the header too');
 my $get = $qg->request('GET', '/q/cors_get?id=1', key => $key);

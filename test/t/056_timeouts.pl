@@ -31,7 +31,8 @@ sub timed
 {
 	my ($path, %o) = @_;
 	my $t0 = time();
-	my $res = $o{body} ? $qg->post($path, $o{body}, key => $key, headers => $o{headers} // {})
+	# A write is never a GET's: it is POSTed with its parameters in the query string.
+	my $res = $o{body} || $path =~ m{^/q/to_write} ? $qg->post($path, $o{body}, key => $key, headers => $o{headers} // {})
 	  : $qg->get($path, key => $key, headers => $o{headers} // {});
 	return ($res, time() - $t0);
 }

@@ -5,6 +5,7 @@
 # and decompresses (Python's gzip module) to exactly the uncompressed answer, under the same tag.
 use strict;
 use warnings;
+use IO::Select;
 use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -37,6 +38,23 @@ is($not_modified->{status}, 304, 'If-None-Match naming it: 304');
 is($not_modified->{content} // '', '', 'with no body');
 is($not_modified->{headers}{etag}, $tag, 'and the tag');
 like($not_modified->{headers}{'x-request-id'} // '', qr/^[0-9a-f]{16}$/, 'and a request id');
+is($not_modified->{headers}{'content-length'}, length($first->{content}),
+	"its Content-Length is the 200's (RFC 9110, 15.4.5: none, or the 200's)");
+ok(!defined $not_modified->{headers}{'content-type'}, 'and no Content-Type: it has no body');
+# On the wire: the head alone, and the connection goes on with the next answer.
+my $sock = $qg->connect_raw;
+print $sock "GET /q/cg_one?id=1 HTTP/1.1\r\nHost: x\r\nX-API-Key: $key\r\nIf-None-Match: $tag\r\n\r\n"
+  . "GET /q/cg_one?id=1 HTTP/1.1\r\nHost: x\r\nX-API-Key: $key\r\n\r\n";
+my $head304 = '';
+my $sel = IO::Select->new($sock);
+while ($head304 !~ /\r\n\r\n\z/ && $sel->can_read(QuerygateTest::timeouts(10)))
+{
+	sysread($sock, $head304, 1, length $head304) or last;
+}
+like($head304, qr{^HTTP/1\.1 304 }, 'a 304 on a connection');
+my ($next_status, $next_body) = QuerygateTest::read_response($sock, QuerygateTest::timeouts(10));
+is("$next_status $next_body", "200 $first->{content}", 'is followed at once by the next answer, whole');
+close $sock;
 (my $strong = $tag) =~ s{^W/}{};
 is(call('/q/cg_one?id=1', 'If-None-Match' => $strong)->{status}, 304, 'compared weakly: the tag without W/ matches');
 is(call('/q/cg_one?id=1', 'If-None-Match' => qq{W/"0123", $tag})->{status}, 304, 'a list that holds it');
@@ -89,6 +107,9 @@ my $gz304 = $qg->{http}->request('GET', $qg->base_url . '/q/cg_all?page_size=200
 	{ headers => { 'X-API-Key' => $key, 'Accept-Encoding' => 'gzip', 'If-None-Match' => $plain->{headers}{etag} } });
 is($gz304->{status}, 304, 'the compressed answer is not modified under its tag either');
 is($gz304->{content} // '', '', 'and has no body');
+is($gz304->{headers}{'content-length'}, length($gz->{content}), 'its length is the compressed 200\'s');
+ok(!defined $gz304->{headers}{'content-encoding'} && !defined $gz304->{headers}{'content-type'},
+	'with neither Content-Encoding nor Content-Type');
 my $curl = `curl -s --compressed -H 'X-API-Key: $key' '@{[ $qg->base_url ]}/q/cg_all?page_size=200'`;
 is($curl, $plain->{content}, 'curl --compressed reads the same answer');
 

@@ -86,8 +86,8 @@ is($qg->get('/q/ex_all?n=0&stream=true&format=csv', key => $key)->{content}, "id
 # --- refused
 $qg->expect_error($qg->get('/q/ex_all?n=10&stream=true&page=2', key => $key), 400, 'invalid_stream', 'a stream with a page');
 $qg->expect_error($qg->get('/q/ex_all?n=10&stream=yes', key => $key), 400, 'invalid_stream', 'stream=yes');
-$qg->expect_error($qg->get('/q/ex_touch?id=1&stream=true', key => $key), 400, 'invalid_stream', 'a write');
-is($qg->get('/q/ex_touch?id=1', key => $key)->{status}, 200, 'which runs as a call');
+$qg->expect_error($qg->post('/q/ex_touch?id=1&stream=true', undef, key => $key), 400, 'invalid_stream', 'a write');
+is($qg->post('/q/ex_touch?id=1', undef, key => $key)->{status}, 200, 'which runs as a call');
 
 # --- a reader that stops holds a file, not the worker
 sub start_export

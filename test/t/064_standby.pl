@@ -85,7 +85,7 @@ $standby->expect_error($standby->get('/q/sb_count', key => $key2), 401, 'unautho
 # ---------------------------------------------------------------- writes go to the primary
 for my $i (1 .. 4)
 {
-	$standby->expect_error($standby->get('/q/sb_touch?id=1', key => $key), 503, 'read_only_replica',
+	$standby->expect_error($standby->post('/q/sb_touch?id=1', undef, key => $key), 503, 'read_only_replica',
 		"a call that writes, on the standby (call $i)");
 }
 $standby->expect_error($standby->post('/q/sb_touch', { params => { id => 2 } }, key => $key), 503,
@@ -97,7 +97,7 @@ is($tool->{status} . ' ' . ($result->{isError} ? 'isError' : 'not an error') . '
 	  . (($result->{content}[0]{text} // '') =~ /"code":"read_only_replica"/ ? 'read_only_replica' : 'another code'),
 	'200 isError read_only_replica', 'an MCP tools/call that writes, on the standby: the tool\'s error, not HTTP\'s')
   or diag($tool->{content});
-is($primary->get('/q/sb_touch?id=1', key => $key)->{status}, 200, 'the same call on the primary writes');
+is($primary->post('/q/sb_touch?id=1', undef, key => $key)->{status}, 200, 'the same call on the primary writes');
 caught_up();
 $standby->expect_rows($standby->get('/q/sb_item?id=1', key => $key),
 	[ { id => 1, label => 'one!', secret => undef } ],
@@ -130,7 +130,7 @@ is($standby->sql("SELECT count(*) FROM querygate.history WHERE request_id IN ($s
 $node_s->promote;
 ok(QuerygateTest::poll_until(sub { ($standby->get('/ready')->{json}{role} // '') eq 'primary' }),
 	'once promoted, its /ready says primary');
-is($standby->get('/q/sb_touch?id=2', key => $key)->{status}, 200,
+is($standby->post('/q/sb_touch?id=2', undef, key => $key)->{status}, 200,
 	'the promoted server takes writes, with no restart of querygate');
 is($standby->sql(q{SELECT label FROM sb_items WHERE id = 2}), 'two!', 'and the write is there');
 ok(QuerygateTest::poll_until(sub {

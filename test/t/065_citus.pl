@@ -85,7 +85,7 @@ $qg->expect_rows($qg->get('/q/cz_totals', key => $key),
 	'a multi-shard aggregate');
 $qg->expect_rows($qg->get('/q/cz_by_region', key => $key),
 	[ { name => 'Americas', n => 12 }, { name => 'Europe', n => 8 } ], 'a join with a reference table');
-$qg->expect_rows($qg->get('/q/cz_deposit?tenant=initech&id=2&amount=25', key => $key),
+$qg->expect_rows($qg->post('/q/cz_deposit?tenant=initech&id=2&amount=25', undef, key => $key),
 	{ rows_affected => 1 }, 'a write, routed');
 is($qg->sql(q{SELECT balance FROM cz_accounts WHERE tenant = 'initech' AND id = 2}), '125', 'and it is written');
 
@@ -120,14 +120,14 @@ $qg->expect_rows($qg->get('/q/cz_mine', key => $acme), [ map { { tenant => 'acme
 	"a tenant's key sees only its tenant's rows, across the shards");
 $qg->expect_rows($qg->get('/q/cz_account?tenant=globex&id=1', key => $acme), [],
 	"a routed lookup of another tenant's row finds nothing");
-$qg->expect_rows($qg->get('/q/cz_deposit?tenant=globex&id=1&amount=1000', key => $acme), { rows_affected => 0 },
+$qg->expect_rows($qg->post('/q/cz_deposit?tenant=globex&id=1&amount=1000', undef, key => $acme), { rows_affected => 0 },
 	"a write to another tenant's row changes nothing");
 is($qg->sql(q{SELECT balance FROM cz_accounts WHERE tenant = 'globex' AND id = 1}), '100', 'globex is untouched');
-$qg->expect_rows($qg->get('/q/cz_deposit?tenant=acme&id=1&amount=1', key => $acme), { rows_affected => 1 },
+$qg->expect_rows($qg->post('/q/cz_deposit?tenant=acme&id=1&amount=1', undef, key => $acme), { rows_affected => 1 },
 	'its own row it may write');
-$qg->expect_error($qg->get('/q/cz_open?tenant=globex&id=9', key => $acme), 403, 'permission_denied',
+$qg->expect_error($qg->post('/q/cz_open?tenant=globex&id=9', undef, key => $acme), 403, 'permission_denied',
 	"a row inserted for another tenant is refused (the policy's WITH CHECK, on the worker)");
-$qg->expect_rows($qg->get('/q/cz_open?tenant=acme&id=9', key => $acme), { rows_affected => 1 },
+$qg->expect_rows($qg->post('/q/cz_open?tenant=acme&id=9', undef, key => $acme), { rows_affected => 1 },
 	'a row for its own tenant is inserted');
 is($qg->sql(q{SELECT string_agg(tenant || ':' || id, ',' ORDER BY tenant) FROM cz_accounts WHERE id = 9}), 'acme:9',
 	'only that one');

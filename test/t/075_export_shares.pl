@@ -64,9 +64,13 @@ my ($other, $other_head) = start_export($b);
 like($other_head, qr/^HTTP\/1\.1 200/, 'another policy\'s key takes the fourth place');
 refused($b, qr/as many exports as this server writes at once/, 'a fifth: the server\'s places');
 
-# --- readers that take nothing: closed by the idle timeout, their places given back
-ok(QuerygateTest::poll_until(sub { $qg->get('/q/es_all?n=5&stream=true', key => $a2)->{status} == 200 },
-		timeouts(20)), 'the unread exports are closed and their places given back');
+# --- readers that take nothing: closed by the idle timeout, their places given back. The four
+# started seconds apart on a slow server: each is read only once the worker holds no connection
+# (this script's keep-alive one times out as well), or the last would be read to its end.
+ok(QuerygateTest::poll_until(
+		sub { $qg->sql('SELECT sum(connections) FROM querygate.stat_workers') == 0 }, timeouts(20)),
+	'the unread exports are closed at the idle timeout');
+is($qg->get('/q/es_all?n=5&stream=true', key => $a2)->{status}, 200, 'and their places given back');
 for my $h (@held, [ $other ])
 {
 	my $rest = QuerygateTest::read_until_close($h->[0], timeouts(10));

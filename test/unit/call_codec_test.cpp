@@ -28,6 +28,7 @@ CallRequest sample_request()
     r.timeout_ms = 1500;
     r.request_id = "abc-123";
     r.stream = true;
+    r.safe_method = true;
     r.export_to = "/proc/4242/fd/17";
     return r;
 }
@@ -56,7 +57,8 @@ bool same(const CallRequest &a, const CallRequest &b)
     if (a.query != b.query || a.secret != b.secret || a.bearer_token != b.bearer_token ||
         a.client_ip != b.client_ip || a.page != b.page || a.page_size != b.page_size ||
         a.format != b.format || a.timeout_ms != b.timeout_ms || a.request_id != b.request_id ||
-        a.stream != b.stream || a.export_to != b.export_to || a.params.size() != b.params.size())
+        a.stream != b.stream || a.safe_method != b.safe_method || a.export_to != b.export_to ||
+        a.params.size() != b.params.size())
         return false;
     for (std::size_t i = 0; i < a.params.size(); i++)
         if (a.params[i].name != b.params[i].name || a.params[i].value != b.params[i].value ||
@@ -139,11 +141,11 @@ void damage()
     ok(!call_codec::decode(result.data(), result.size(), as_request),
        "a result is not read as a request");
 
-    // The format sits before the timeout, the request id, the stream flag and the export's path
-    // (the strings here empty: their lengths alone): one past the last.
+    // The format sits before the timeout, the request id, the stream and method flags and the
+    // export's path (the strings here empty: their lengths alone): one past the last.
     std::string formatted;
     call_codec::encode(CallRequest(), formatted);
-    const std::size_t format_at = formatted.size() - 4 - 1 - 4 - 8 - 8;
+    const std::size_t format_at = formatted.size() - 4 - 1 - 1 - 4 - 8 - 8;
     formatted[format_at] = static_cast<char>(std::size(answer_format::all));
     CallRequest unformatted;
     ok(!call_codec::decode(formatted.data(), formatted.size(), unformatted),

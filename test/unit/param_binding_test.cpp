@@ -66,7 +66,9 @@ void basics()
            b.values[1].value == "2" && !b.values[0].is_null,
        "given parameters bound in placeholder order");
     b = bind({"a"}, "{}", {given("a", "", true)});
-    ok(!b.error.set() && b.values[0].is_null, "null is bound as NULL");
+    is(std::string(b.error.code) + " " + problems(b.error),
+       std::string("param_invalid a: must not be null"),
+       "null for a parameter without rules (required): refused");
     b = bind({"a", "b"}, "{}", {});
     is(std::string(b.error.code) + " " + problems(b.error),
        std::string("param_required a: is required; b: is required"),
@@ -93,6 +95,17 @@ void rules()
     ok(!b.error.set() && b.values[0].value == "7", "a default when not given");
     b = bind({"n"}, "{\"n\":{\"type\":\"integer\",\"required\":false}}", {});
     ok(!b.error.set() && b.values[0].is_null, "an optional parameter without default is NULL");
+    b = bind({"n"}, "{\"n\":{\"type\":\"integer\",\"required\":false}}", {given("n", "", true)});
+    ok(!b.error.set() && b.values[0].is_null, "and takes null");
+    b = bind({"n"}, "{\"n\":{\"type\":\"integer\",\"nullable\":true}}", {given("n", "", true)});
+    ok(!b.error.set() && b.values[0].is_null, "a required parameter marked nullable takes null");
+    b = bind({"n"}, "{\"n\":{\"type\":\"integer\"}}", {given("n", "", true)});
+    is(problems(b.error), std::string("n: must not be null"), "a required integer refuses null");
+    b = bind({"n"}, "{\"n\":{\"type\":\"integer\",\"default\":7}}", {given("n", "", true)});
+    is(problems(b.error), std::string("n: must not be null"),
+       "so does one with a default that is not null");
+    b = bind({"n"}, "{\"n\":{\"default\":null}}", {given("n", "", true)});
+    ok(!b.error.set() && b.values[0].is_null, "a null default takes null");
     b = bind({"n"}, "{\"n\":{\"type\":\"integer\"}}", {given("n", "x"), given("n", "y")});
     is(problems(b.error), std::string("n: must be an integer"),
        "a value breaking its rule and repeated: one problem, the first found");

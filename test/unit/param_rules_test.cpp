@@ -125,6 +125,7 @@ void required_and_defaults()
     ok(one("{\"required\":true}").required, "required true");
     refused("{\"required\":\"yes\"}", "required must be true or false", "required as a string");
     refused("{\"required\":1}", "required must be true or false", "required as a number");
+    refused("{\"nullable\":\"yes\"}", "nullable must be true or false", "nullable as a string");
 
     Rule r = one("{\"type\":\"integer\",\"default\":5}");
     ok(r.has_default && !r.default_is_null && r.default_text == "5" && !r.required,
