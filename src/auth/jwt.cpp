@@ -527,7 +527,7 @@ bool Verifier::verify(std::string_view token, int64_t now_unix, Claims &claims,
     if (!json_is_number(exp))
         return refuse(reason, "the token exp is not a number");
     if (!before_plus_leeway(now_unix, exp, leeway))
-        return refuse(reason, "the token has expired");
+        return refuse(reason, expired_reason);
     json_t *nbf = json_object_get(p, "nbf");
     if (nbf != nullptr && !json_is_number(nbf))
         return refuse(reason, "the token nbf is not a number");

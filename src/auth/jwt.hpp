@@ -19,6 +19,10 @@
 
 namespace jwt {
 
+// The reason verify() gives for a token past its exp (and its leeway): the one failure a caller
+// can mend alone, by getting a new token.
+inline constexpr const char expired_reason[] = "the token has expired";
+
 struct Config {
     // Any of them verifies an HS256 token (more than one while a key is rotated); none: HS256
     // tokens are refused. Each must be at least 32 bytes.
@@ -53,7 +57,7 @@ class Verifier {
     bool configure(const Config &config, std::string &error);
 
     // Verifies a compact JWS. On success fills claims; on failure returns false with a reason
-    // for the server log (the caller only ever gets a plain 401).
+    // (expired_reason for a token past its exp): a fixed text, never anything of the token.
     bool verify(std::string_view token, int64_t now_unix, Claims &claims,
                 std::string &reason) const;
 

@@ -52,16 +52,28 @@ ApiError Authenticator::authenticate(CatalogCache &cache, const CallRequest &req
                                      const char *key_hash_hex, Caller &caller)
 {
     std::string policy_name;
+    auto refused_key = [&caller](std::string why) {
+        caller.refusal = std::move(why);
+        return api_errors::unauthorized();
+    };
+    // The log may say more than the answer (which policy).
+    auto refused_token = [&caller](const std::string &why, std::string log_why = std::string()) {
+        caller.refusal = log_why.empty() ? why : std::move(log_why);
+        return api_errors::make(why == jwt::expired_reason ? error_code::token_expired
+                                                           : error_code::invalid_token,
+                                why);
+    };
     if (!request.secret.empty()) {
         const CachedKey *key = cache.find_key(key_hash_hex);
-        if (key == nullptr ||
-            (key->expires_at_unix_us != 0 && key->expires_at_unix_us <= unix_now_us()))
-            return api_errors::unauthorized();
+        if (key == nullptr)
+            return refused_key("no key has this secret (or it was revoked)");
+        if (key->expires_at_unix_us != 0 && key->expires_at_unix_us <= unix_now_us())
+            return refused_key("key \"" + key->name + "\" has expired");
         // Outside the key's addresses, or an unknown address: the same answer as a bad key.
         if (!key->any_address &&
             (request.client_ip.empty() ||
              !client_address::contains_any(key->allowed_ips, request.client_ip)))
-            return api_errors::unauthorized();
+            return refused_key("key \"" + key->name + "\" is not allowed from this address");
         policy_name = key->policy;
         caller.key = key;
         caller.key_name = key->name;
@@ -70,14 +82,12 @@ ApiError Authenticator::authenticate(CatalogCache &cache, const CallRequest &req
     } else if (!request.bearer_token.empty()) {
         configure(cache);
         std::string reason;
-        if (!verifier_.verify(request.bearer_token, unix_now_us() / 1000000, caller.claims,
-                              reason)) {
-            ereport(DEBUG1, (errmsg("querygate: bearer token refused: %s", reason.c_str())));
-            return api_errors::unauthorized();
-        }
+        if (!verifier_.verify(request.bearer_token, unix_now_us() / 1000000, caller.claims, reason))
+            return refused_token(reason);
         auto policy = caller.claims.scalars.find(settings::jwt_policy_claim);
         if (policy == caller.claims.scalars.end())
-            return api_errors::unauthorized();
+            return refused_token(std::string("the token has no \"") + settings::jwt_policy_claim +
+                                 "\" claim naming its policy");
         policy_name = policy->second;
         caller.is_jwt = true;
         caller.key_name = "jwt";
@@ -85,22 +95,26 @@ ApiError Authenticator::authenticate(CatalogCache &cache, const CallRequest &req
         caller.has_tenant = tenant != caller.claims.scalars.end();
         caller.tenant = caller.has_tenant ? tenant->second : "";
     } else {
-        return api_errors::unauthorized();
+        return refused_key("no key or token was sent");
     }
+    // A token's policy that does not exist and one that does not accept its issuer are one
+    // answer: which policies exist is not the caller's to learn.
+    static constexpr const char no_policy[] = "no policy accepts this token";
     caller.policy = cache.find_policy(policy_name);
+    if (caller.policy == nullptr && caller.is_jwt)
+        return refused_token(no_policy, "the token's policy \"" + policy_name.substr(0, 64) +
+                                            "\" does not exist");
     if (caller.policy == nullptr)
-        return api_errors::unauthorized();
+        return refused_key("the key's policy no longer exists");
     // A token reaches only a policy that accepts its issuer by name: one leaked signing key is
     // then not every policy.
     if (caller.is_jwt) {
         auto iss = caller.claims.scalars.find("iss");
         if (iss == caller.claims.scalars.end() ||
             caller.policy->jwt_issuers.count(iss->second) == 0) {
-            ereport(DEBUG1, (errmsg("querygate: bearer token refused: policy \"%s\" does not "
-                                    "accept its issuer",
-                                    policy_name.c_str())));
             caller.policy = nullptr;
-            return api_errors::unauthorized();
+            return refused_token(no_policy, "policy \"" + policy_name +
+                                                "\" does not accept the token's issuer");
         }
     }
     return ApiError();

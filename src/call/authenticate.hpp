@@ -24,6 +24,9 @@ struct Caller {
     bool has_tenant = false;
     std::string tenant;
     jwt::Claims claims;
+    // Why the credentials were refused, for the operator (the access log): a fixed text, with
+    // the key's name where one was found; never a secret or anything of a token.
+    std::string refusal;
 };
 
 // Who an accepted caller is, as GET /events matches watchers with calls (run_events::Who): its
@@ -36,7 +39,10 @@ PoolShare pool_share_of(const Caller &caller);
 class Authenticator {
   public:
     // key_hash_hex: the SHA-256 of request.secret in lower-case hex (only hashes are compared).
-    // One answer, unauthorized, for every failure: a caller learns nothing from the difference.
+    // A key's every failure is one answer, unauthorized: a caller learns nothing from the
+    // difference. A bearer token's is invalid_token or token_expired with why, as RFC 6750 has
+    // it: the holder of a token learns what is wrong with it, nothing about other tokens. Either
+    // way caller.refusal says why for the log.
     ApiError authenticate(CatalogCache &cache, const CallRequest &request, const char *key_hash_hex,
                           Caller &caller);
 

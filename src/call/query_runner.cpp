@@ -508,6 +508,14 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
              e.detail.empty() ? 0 : errdetail_internal("%s", e.detail.c_str()), errhidestmt(true)));
     if (e.sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION)
         return api_errors::make(error_code::read_only, "this call may not write to the database");
+    // ExecWithCheckOptions' message for a row-level security policy's WITH CHECK (its only mark:
+    // the same SQLSTATE as a missing privilege). Under a server whose lc_messages translates it,
+    // the call is the privilege's 403.
+    if (e.sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE &&
+        e.message.rfind("new row violates row-level security policy", 0) == 0)
+        return api_errors::make(error_code::row_not_allowed,
+                                "the row is outside what this caller may write: a row-level "
+                                "security policy refused it (its tenant, say)");
     if (e.sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE)
         return api_errors::make(error_code::permission_denied,
                                 "the policy's role lacks a privilege this query needs");
@@ -826,6 +834,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
                                    ? ApiError()
                                    : charge_address(request.client_ip, result.limits);
             result.error = limited.set() ? std::move(limited) : std::move(denied);
+            result.refusal = std::move(caller.refusal);
         } else if (ApiError limited = request.limits_charged
                                           ? ApiError()
                                           : charge_caller(caller, result.limits, result.limit_hold);

@@ -44,6 +44,10 @@ inline constexpr const char *invalid_request = "invalid_request";
 
 // Who is calling and what they may call.
 inline constexpr ErrorCode unauthorized{401, "unauthorized"};
+// A bearer token (a JWT) that is refused: said as RFC 6750 (3.1) says it, in WWW-Authenticate too,
+// with why (a key's refusal says nothing: keys could be probed).
+inline constexpr ErrorCode invalid_token{401, "invalid_token"};
+inline constexpr ErrorCode token_expired{401, "token_expired"};
 inline constexpr ErrorCode query_not_found{404, "query_not_found"};
 inline constexpr ErrorCode sign_in_required{403, "sign_in_required"};
 inline constexpr ErrorCode claim_missing{403, "claim_missing"};
@@ -73,6 +77,9 @@ inline constexpr ErrorCode mask_predicate{403, "mask_predicate"};
 // chooses or knows confirms a guess.
 inline constexpr ErrorCode mask_hash_input{403, "mask_hash_input"};
 inline constexpr ErrorCode permission_denied{403, "permission_denied"};
+// A row a write would make that a row-level security policy's WITH CHECK refuses: outside the
+// caller's tenant, or what its policy may write.
+inline constexpr ErrorCode row_not_allowed{403, "row_not_allowed"};
 // POST /mcp from a page whose origin is neither a loopback host nor listed (DNS rebinding).
 inline constexpr ErrorCode origin_not_allowed{403, "origin_not_allowed"};
 // GET /events by a caller whose policy is not granted events (grant_events).
@@ -115,6 +122,8 @@ inline constexpr ErrorCode all[] = {invalid_body,
                                     uri_too_long,
                                     header_too_large,
                                     unauthorized,
+                                    invalid_token,
+                                    token_expired,
                                     query_not_found,
                                     sign_in_required,
                                     claim_missing,
@@ -133,6 +142,7 @@ inline constexpr ErrorCode all[] = {invalid_body,
                                     mask_predicate,
                                     mask_hash_input,
                                     permission_denied,
+                                    row_not_allowed,
                                     query_failed,
                                     internal_error,
                                     unavailable,

@@ -122,6 +122,9 @@ struct CallResult {
     // querygate.history is on.
     std::string key_name;
     std::string policy;
+    // Why the caller's credentials were refused, for the access log only (call/authenticate.hpp).
+    // Not sent back by a helper: a worker judged the credentials before handing the call on.
+    std::string refusal;
     // Who called, as GET /events matches watchers with calls; filled while events are on.
     run_events::Who who;
     // The caller's limits (call/limit_table.hpp): what the headers say, and the call's place in

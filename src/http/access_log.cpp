@@ -66,7 +66,8 @@ void format(const Record &r, int format, std::string &out)
                                          {"key", r.key},
                                          {"policy", r.policy},
                                          {"request_id", r.request_id},
-                                         {"client", r.client}};
+                                         {"client", r.client},
+                                         {"reason", r.reason}};
     const bool as_json = format == settings::log_json;
     out.append(as_json ? "{\"status\":" : "querygate request: status=");
     out.append(std::to_string(r.status));

@@ -26,6 +26,9 @@ struct Record {
     std::string_view policy; // empty when no key was accepted
     std::string_view request_id;
     std::string_view client; // the caller's address, after trusted proxies
+    // Why the credentials were refused (a 401): for the operator, who may need to know what a
+    // caller is not told.
+    std::string_view reason;
     long long duration_us = 0;
 };
 

@@ -62,7 +62,7 @@ void RequestHandler::handle_events(const HttpRequest &request, HttpResponse &res
                 presented_token(arg.second, call);
                 break;
             }
-    if (refused_without_credentials(call, response, id))
+    if (refused_without_credentials(call, response, id, logged))
         return;
     if (streams_->size() >= static_cast<std::size_t>(settings::max_event_streams)) {
         refuse_for_room(response, error_code::streams_full,

@@ -103,7 +103,7 @@ RequestHandler::call_tool(const HttpRequest &request, const std::string &name,
                           HttpResponse &response, const std::string &id, Logged &logged)
 {
     CallRequest call = start_call(request, name, id, logged);
-    if (refused_without_credentials(call, response, id))
+    if (refused_without_credentials(call, response, id, logged))
         return ToolOutcome::refused;
     // page and page_size as /q/{name} takes them (no parameter has either name); a wrong one is
     // the tool's error, before anything runs, as /q/{name}'s 400 is.

@@ -273,6 +273,19 @@ ApiError read_query_string(const HttpRequest &request, CallRequest &call, bool &
 
 } // namespace
 
+// RFC 6750 (3): a refused bearer token's challenge, the description in the characters its
+// grammar allows (%x20-21 / %x23-5B / %x5D-7E: no quote, backslash or control), others as "?".
+std::string bearer_challenge(const std::string &description)
+{
+    std::string out = "Bearer error=\"invalid_token\", error_description=\"";
+    for (const char c : description) {
+        const auto u = static_cast<unsigned char>(c);
+        out.push_back(u >= 0x20 && u <= 0x7E && c != '"' && c != '\\' ? c : '?');
+    }
+    out.push_back('"');
+    return out;
+}
+
 bool is_probe(const std::string &path)
 {
     return path == "/health" || path == "/live" || path == "/ready";
@@ -286,7 +299,10 @@ void write_error(HttpResponse &response, const ApiError &error, const std::strin
     error_body::write(error, request_id, response.body);
     if (!error.allow.empty())
         response.add_header("Allow", error.allow);
-    if (error.status == 401)
+    if (error.code == error_code::invalid_token.code ||
+        error.code == error_code::token_expired.code)
+        response.add_header("WWW-Authenticate", bearer_challenge(error.message));
+    else if (error.status == 401)
         response.add_header("WWW-Authenticate", "Bearer");
 }
 
@@ -437,6 +453,7 @@ void RequestHandler::note_result(Logged &logged, CallResult &result)
     logged.masked = std::move(result.masked);
     logged.params = std::move(result.params);
     logged.who = result.who;
+    logged.refusal = std::move(result.refusal);
 }
 
 void RequestHandler::log_answer(const Logged &logged, const HttpResponse &response,
@@ -479,6 +496,7 @@ void RequestHandler::log_answer(const Logged &logged, const HttpResponse &respon
     r.policy = logged.policy;
     r.request_id = id;
     r.client = logged.client;
+    r.reason = logged.refusal;
     r.duration_us = duration_us;
     access_log::format(r, settings::log_requests_format, log_line_);
     log_->write(log_line_);
@@ -704,10 +722,11 @@ CallRequest RequestHandler::start_call(const HttpRequest &request, const std::st
 }
 
 bool RequestHandler::refused_without_credentials(const CallRequest &call, HttpResponse &response,
-                                                 const std::string &id)
+                                                 const std::string &id, Logged &logged)
 {
     if (!call.secret.empty() || !call.bearer_token.empty())
         return false;
+    logged.refusal = "no key or token was sent";
     LimitReport report;
     ApiError limited = runner_.limit_anonymous(call.client_ip, report);
     write_error(response, limited.set() ? limited : api_errors::unauthorized(), id);
@@ -727,7 +746,7 @@ void RequestHandler::handle_query(const HttpRequest &request, const std::string 
     }
     CallRequest call = start_call(request, name, id, logged);
     call.safe_method = request.method == "GET";
-    if (refused_without_credentials(call, response, id))
+    if (refused_without_credentials(call, response, id, logged))
         return;
     // The format: ?format= or the body's, which win over Accept; the timeout: ?timeout= or the
     // body's, which win over Prefer.

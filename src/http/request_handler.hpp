@@ -74,6 +74,7 @@ class RequestHandler {
         std::string masked;
         std::string params;
         run_events::Who who;
+        std::string refusal; // why the credentials were refused (the access log's reason)
     };
 
     std::string request_id(const HttpRequest &request);
@@ -115,7 +116,7 @@ class RequestHandler {
     // Without a key or token nothing else is looked at: the caller learns no more than 401 (or
     // 429, over querygate.anonymous_rate_limit). False when the call has credentials.
     bool refused_without_credentials(const CallRequest &call, HttpResponse &response,
-                                     const std::string &id);
+                                     const std::string &id, Logged &logged);
     // Whether querygate.log_requests may want this request's line (it asks by status, known later).
     bool logging() const;
     // Whether anything keeps a record of this request: the access log, querygate.history or the

@@ -80,13 +80,21 @@ sub accepted
 	return $res;
 }
 
+# A refused token: 401 invalid_token (token_expired past its exp) with why, in the body and in
+# RFC 6750's challenge (its error_description in the characters its grammar allows); $why, when
+# given, is the reason expected.
 sub refused
 {
-	my ($token, $name, $path) = @_;
+	my ($token, $name, $path, %o) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
 	my $res = call($token, $path);
-	is("$res->{status} $res->{content}", "401 $bad->{content}", "$name: the 401 of a bad key")
-	  or diag(QuerygateTest::describe($res));
+	my $code = $o{code} // 'invalid_token';
+	$qg->expect_error($res, 401, $code, $name);
+	my $why = ref $res->{json} eq 'HASH' ? $res->{json}{error} // '' : '';
+	like($why, $o{why} // qr/^(the|an|no) /, "$name: says why");
+	is($res->{headers}{'www-authenticate'}, qq{Bearer error="invalid_token", error_description="$why"},
+		"$name: WWW-Authenticate as RFC 6750 says it")
+	  if $why =~ /^[\x20\x21\x23-\x5B\x5D-\x7E]+$/;
 }
 
 # --- valid tokens
@@ -118,7 +126,8 @@ $qg->expect_error($res, 404, 'query_not_found', 'jwt_other: a query granted only
 
 # A token reaches only a policy that accepts its issuer by name.
 accepted(hs(iss => 'https://issuer.example'), 'jwt_reader accepts a second issuer');
-refused(hs(policy => 'jwt_other', iss => 'https://issuer.example'), 'jwt_other does not accept that issuer');
+refused(hs(policy => 'jwt_other', iss => 'https://issuer.example'), 'jwt_other does not accept that issuer',
+	undef, why => qr/^no policy accepts this token$/);
 my %no_iss = %claims;
 delete $no_iss{iss};
 refused(jwt_hs256(\%no_iss, $secret), 'a token without iss reaches no policy');
@@ -160,7 +169,8 @@ my @bad = (
 	[ 'alg None', jwt_unsigned(claims(), alg => 'None') ],
 	[ 'alg HS512', do { my $t = jwt_hs256(claims(), $secret, alg => 'HS512'); $t } ],
 	[ 'HS256 with an empty signature', "$h.$p." ],
-	[ 'HS256 signed with another secret', jwt_hs256(claims(), 'another-secret-0123456789abcdef-0123') ],
+	[ 'HS256 signed with another secret', jwt_hs256(claims(), 'another-secret-0123456789abcdef-0123'),
+		qr/^the HS256 signature does not verify$/ ],
 	[ 'HS256 signed with the secret plus a byte', jwt_hs256(claims(), "${secret}x") ],
 	[ 'algorithm confusion: HS256 HMAC\'d with the RSA public key PEM', jwt_hs256(claims(), $rsa_pub, kid => 'rsa1') ],
 	[ 'algorithm confusion: HS256 HMAC\'d with the RSA modulus', jwt_hs256(claims(), b64url_decode($jwks->{keys}[0]{n}), kid => 'rsa1') ],
@@ -189,17 +199,18 @@ my @bad = (
 	[ 'tampered header (alg RS256)', b64url(json_encode({ alg => 'RS256', typ => 'JWT' })) . ".$p.$s" ],
 	[ 'padded base64url signature', "$h.$p.$s=" ],
 	[ 'a crit header', jwt_hs256(claims(), $secret, crit => ['exp']) ],
-	[ 'expired an hour ago', hs(exp => $now - 3600) ],
-	[ 'expired two minutes ago', hs(exp => $now - 120) ],
+	[ 'expired an hour ago', hs(exp => $now - 3600), qr/^the token has expired$/, 'token_expired' ],
+	[ 'expired two minutes ago', hs(exp => $now - 120), qr/^the token has expired$/, 'token_expired' ],
 	[ 'no exp', jwt_hs256({ map { $_ => $claims{$_} } grep { $_ ne 'exp' } keys %claims }, $secret) ],
 	[ 'exp as a string', hs(exp => '' . ($now + 600)) ],
 	[ 'not yet valid (nbf in an hour)', hs(nbf => $now + 3600) ],
 	[ 'not yet valid (nbf in two minutes)', hs(nbf => $now + 120) ],
 	[ 'issued in the future (iat in an hour)', hs(iat => $now + 3600) ],
 	[ 'no policy claim', jwt_hs256({ map { $_ => $claims{$_} } grep { $_ ne 'policy' } keys %claims }, $secret) ],
-	[ 'a policy claim naming no policy', hs(policy => 'no_such_policy') ],
+	[ 'a policy claim naming no policy', hs(policy => 'no_such_policy'), qr/^no policy accepts this token$/ ],
 	[ 'a policy claim that is not a string', hs(policy => [ 'jwt_reader' ]) ],
-	[ 'RS256 expired', jwt_openssl('RS256', $rsa, claims(exp => $now - 3600), kid => 'rsa1') ],
+	[ 'RS256 expired', jwt_openssl('RS256', $rsa, claims(exp => $now - 3600), kid => 'rsa1'), qr/^the token has expired$/,
+		'token_expired' ],
 	[ 'ES256 not yet valid', jwt_openssl('ES256', $ec, claims(nbf => $now + 3600), kid => 'ec1') ],
 	# A claim given twice (RFC 7519 lets a verifier refuse it; which copy wins would depend on
 	# the parser): refused, whatever the second copy says.
@@ -210,11 +221,22 @@ my @bad = (
 	[ 'four parts', "$h.$p.$s.$s" ],
 	[ 'not base64url', "$h.$p.\$\$\$" ],
 );
-refused($_->[1], $_->[0]) for @bad;
+refused($_->[1], $_->[0], undef, why => $_->[2], code => $_->[3]) for @bad;
 $res = $qg->get('/q/whoami', key => hs(), headers => { 'X-Request-Id' => $rid });
 is("$res->{status} $res->{content}", "401 $bad->{content}", 'a JWT sent as X-API-Key is judged as a key: 401');
 $res = $qg->get('/q/no_such_query', bearer => jwt_unsigned(claims()), headers => { 'X-Request-Id' => $rid });
-is("$res->{status} $res->{content}", "401 $bad->{content}", 'alg none calling an unknown query: 401, not 404');
+$qg->expect_error($res, 401, 'invalid_token', 'alg none calling an unknown query: 401, not 404');
+# The operator reads why in the access log, with the request id.
+$qg->set_and_reload('querygate.log_requests', 'errors');
+my $log_from = -s $qg->node->logfile;
+ok(poll_fresh(sub { fresh_request($qg, 'GET', '/q/whoami', bearer => hs(exp => $now - 60),
+				headers => { 'X-Request-Id' => 'jwt-expired-log' }) },
+		sub { $qg->node->log_contains('request_id=jwt-expired-log .*reason="the token has expired"', $log_from) }),
+	'the access log says why a token was refused');
+$res = call(hs(policy => 'no_such_policy'));
+ok(poll_until(sub { $qg->node->log_contains('reason="the token\'s policy .+no_such_policy.+ does not exist"', $log_from) }),
+	'and which policy the token named, which its caller is not told');
+$qg->set_and_reload('querygate.log_requests', 'off');
 
 # --- issuer and audience
 $qg->sql(q{ALTER SYSTEM SET querygate.jwt_issuer = 'https://issuer.example'; ALTER SYSTEM SET querygate.jwt_audience = 'querygate-api'});

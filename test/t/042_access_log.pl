@@ -55,6 +55,16 @@ is($bad->{status}, 401, 'a bad key');
 ($line) = new_lines(1, 'a bad key');
 like($line, qr/status=401 .*code=unauthorized/, 'its line has the code');
 unlike($line, qr/key=|policy=/, 'and no key or policy: none was accepted');
+like($line, qr/ reason="no key has this secret \(or it was revoked\)"$/,
+	'and why it was refused, which the caller is not told');
+is($qg->get('/q/al_get?id=1')->{status}, 401, 'no key');
+($line) = new_lines(1, 'no key');
+like($line, qr/ reason="no key or token was sent"$/, 'its reason');
+my $far_key = $qg->sql(q{SELECT querygate.create_key('al_far', 'al_policy', allowed_ips => ARRAY['10.9.9.9/32']::cidr[])});
+my $far = $qg->get('/q/al_get?id=1', key => $far_key);
+is("$far->{status} $far->{json}{code}", '401 unauthorized', 'a key from an address it is not allowed: the same 401');
+($line) = new_lines(1, 'a key from another address');
+like($line, qr/ reason="key \\"al_far\\" is not allowed from this address"$/, 'its reason names the key');
 
 is($qg->get('/health')->{status}, 200, '/health');
 is($qg->get('/nowhere')->{status}, 404, 'an unknown path');

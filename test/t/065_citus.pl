@@ -125,7 +125,7 @@ $qg->expect_rows($qg->post('/q/cz_deposit?tenant=globex&id=1&amount=1000', undef
 is($qg->sql(q{SELECT balance FROM cz_accounts WHERE tenant = 'globex' AND id = 1}), '100', 'globex is untouched');
 $qg->expect_rows($qg->post('/q/cz_deposit?tenant=acme&id=1&amount=1', undef, key => $acme), { rows_affected => 1 },
 	'its own row it may write');
-$qg->expect_error($qg->post('/q/cz_open?tenant=globex&id=9', undef, key => $acme), 403, 'permission_denied',
+$qg->expect_error($qg->post('/q/cz_open?tenant=globex&id=9', undef, key => $acme), 403, 'row_not_allowed',
 	"a row inserted for another tenant is refused (the policy's WITH CHECK, on the worker)");
 $qg->expect_rows($qg->post('/q/cz_open?tenant=acme&id=9', undef, key => $acme), { rows_affected => 1 },
 	'a row for its own tenant is inserted');
