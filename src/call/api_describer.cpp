@@ -92,6 +92,7 @@ struct Planned {
     bool ok;
     bool writes;
     bool returns_rows;
+    bool permitted; // the role holds every privilege the query needs on its tables
     int ncolumns;
     char **names;
     Oid *types;
@@ -136,12 +137,14 @@ void describe_api(CatalogCache &cache, PlanCache &plans, const Caller &caller,
             SPIPlanPtr plan = entry.plan;
             const bool writes = entry.analysis->write_ops != 0;
             const bool returns_rows = entry.analysis->returns_rows;
+            const bool permitted = entry.analysis->missing_privilege == nullptr;
             // Entered from the outer context, which outlives what SPI_finish and the
             // subtransaction's end delete (pg_guard.hpp).
             MemoryContextSwitchTo(outer);
             pg::guard([&] {
                 planned.writes = writes;
                 planned.returns_rows = returns_rows;
+                planned.permitted = permitted;
                 List *sources = SPI_plan_get_plan_sources(plan);
                 TupleDesc desc =
                     sources != NIL ? static_cast<CachedPlanSource *>(linitial(sources))->resultDesc
@@ -181,8 +184,9 @@ void describe_api(CatalogCache &cache, PlanCache &plans, const Caller &caller,
         const bool needs_token =
             std::any_of(query->rules.begin(), query->rules.end(),
                         [](const param_rules::Rule &r) { return !r.from_claim.empty(); });
-        if (decision->refused() || (planned.writes && !settings::allow_writes) ||
-            (needs_token && !caller.is_jwt))
+        // The role lacking a privilege the query needs (privilege_check.hpp) is a refusal too.
+        if (decision->refused() || !planned.permitted ||
+            (planned.writes && !settings::allow_writes) || (needs_token && !caller.is_jwt))
             continue; // the caller would be refused: not something it may call
         api_description::Query q;
         q.name = query->name;

@@ -99,6 +99,18 @@ void check_grant(const char *policy, const char *query)
                          "owner), make the function SECURITY DEFINER, or save the query with "
                          "a search_path of schemas only such roles can create in.",
                          role, role)));
+    // A privilege the role lacks is only warned of: it may be granted next (a GRANT is outside
+    // the catalog, in any order), and can be revoked after any check. The API's description
+    // leaves the query out meanwhile (call/api_describer.cpp).
+    if (analysis.missing_privilege != nullptr)
+        ereport(WARNING,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("policy \"%s\" runs as \"%s\", which lacks %s: every call of saved "
+                        "query \"%s\" is refused (403 permission_denied) until it is granted",
+                        policy, role, analysis.missing_privilege, query),
+                 errhint("GRANT the privilege to \"%s\"; querygate.explain('%s', '%s') shows "
+                         "what the query needs.",
+                         role, policy, query)));
     // What the policy's masks would refuse at every call is refused now (mask_unresolvable,
     // mask_expression, mask_hash_input, mask_predicate), with the same words a caller would get.
     PlainDecision decision;

@@ -16,6 +16,7 @@
 #include "policy/function_effects.hpp"
 #include "pg/pg_guard.hpp"
 #include "policy/lineage.hpp"
+#include "policy/privilege_check.hpp"
 #include "policy/saved_query_analysis.hpp"
 #include "policy/tree_walker.hpp"
 
@@ -218,6 +219,7 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
             out->writes_outside =
                 first_function_where(reinterpret_cast<Node *>(q), function_writes_outside);
     }
+    out->missing_privilege = first_missing_privilege(rewritten);
     out->ndepends = depends.n;
     out->depends = depends.oids ? depends.oids : static_cast<Oid *>(palloc0(sizeof(Oid)));
     // Statistics hold copies of column values (histogram bounds, most common values), which no

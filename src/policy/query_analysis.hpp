@@ -134,6 +134,9 @@ struct QueryAnalysis {
     // functions and domains that judgement depends on.
     char *untrusted;
     TrustDepends trust_depends;
+    // The first privilege on a table or view the current user lacks ("SELECT on public.films",
+    // privilege_check.hpp), or NULL: every call would be 403 permission_denied.
+    char *missing_privilege;
     // The first function the statement itself calls (views count as themselves) that can read the
     // database by itself (function_effects.hpp), as "name()", or NULL.
     char *reads_database;

@@ -307,6 +307,8 @@ QUERYGATE_SQL_FUNCTION(querygate_explain)
     append_json_string(&buf, analysis.predicate_unresolvable);
     appendStringInfoString(&buf, ", \"untrusted\": ");
     append_json_string(&buf, analysis.untrusted);
+    appendStringInfoString(&buf, ", \"missing_privilege\": ");
+    append_json_string(&buf, analysis.missing_privilege);
 
     appendStringInfoString(&buf, ", \"refused\": ");
     if (decision.code[0] == '\0') {

@@ -56,6 +56,13 @@ bool reference_binds(const std::vector<std::string> &names, const std::vector<Ru
         if (p != nullptr) {
             if (p->value.find('\0') != std::string::npos)
                 return false;
+            // null: only for "nullable", a null default, or an optional parameter without one.
+            const bool null_allowed =
+                rule != nullptr &&
+                (rule->nullable || (rule->has_default && rule->default_is_null) ||
+                 (!rule->required && !rule->has_default));
+            if (p->is_null && !null_allowed)
+                return false;
             if (rule != nullptr && !p->is_null &&
                 (!param_rules::check(*rule, p->value).empty() ||
                  (!rule->pattern.empty() && !pattern_matches(rule->pattern, p->value))))
