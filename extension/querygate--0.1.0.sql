@@ -362,7 +362,10 @@ CREATE FUNCTION revoke_key(name text) RETURNS void
 -- Governance: table allow-lists, masks, writes, predicates on masked columns, JWKS, tenants.
 CREATE FUNCTION allow_tables(policy text, tables regclass[]) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_allow_tables';
-CREATE FUNCTION mask(policy text, column_pattern text, action text) RETURNS void
+-- mask: refused when a query granted to the policy would then be refused at every call (a filter
+-- on the column, say), unless force.
+CREATE FUNCTION mask(policy text, column_pattern text, action text, force boolean DEFAULT false)
+    RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_mask';
 CREATE FUNCTION unmask(policy text, column_pattern text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_unmask';
@@ -486,7 +489,7 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb, boolean), drop_que
                text),
     revoke_key(text),
     set_limits(text, text, double precision, integer, integer, bigint, text),
-    allow_tables(text, regclass[]), mask(text, text, text), unmask(text, text),
+    allow_tables(text, regclass[]), mask(text, text, text, boolean), unmask(text, text),
     grant_writes(text, text[]), grant_events(text, text), revoke_events(text),
     set_policy(text, text, boolean, boolean, interval, text[], text), set_jwks(jsonb), isolate_tenant(regclass, name), explain(text, text),
     stat_queries(), stat_workers(), stat_history(), stat_reset()

@@ -54,6 +54,51 @@ void read_inputs(const char *policy, const char *query, GrantInputs *in)
     catalog_read_policy_row(policy, CurrentMemoryContext, &in->rules);
 }
 
+// The statement as the policy's role sees it: with the query's stored search_path.
+void analyze_as_policy(const GrantInputs &in, QueryAnalysis *analysis)
+{
+    QueryContext context;
+    query_context_begin(&context, in.run_as, in.search_path);
+    analyze_query(in.sql, in.nparams, in.param_types, in.saved_by, analysis);
+    query_context_end(&context);
+}
+
+// What the policy's masks would refuse at every call (mask_unresolvable, mask_expression,
+// mask_hash_input, mask_predicate) is refused now, with the same words a caller would get; and,
+// for a grant, what its table allow-list would. mask_hint: the way out when a mask is the change
+// (nullptr: a grant's).
+void refuse_as_policy_would(const char *policy, const char *query, const QueryAnalysis &analysis,
+                            const PolicyRow &rules, const char *mask_hint)
+{
+    PlainDecision decision;
+    memset(&decision, 0, sizeof(decision));
+    decide_plain(&analysis, &rules, &decision);
+    if (decision.failed)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", decision.message)));
+    if (strncmp(decision.code, "mask_", 5) == 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("policy \"%s\" would refuse saved query \"%s\": %s", policy, query,
+                        decision.message),
+                 errdetail("Every call would be refused with %s.", decision.code),
+                 errhint("%s", mask_hint != nullptr ? mask_hint
+                               : strcmp(decision.code, error_code::mask_hash_input.code) == 0
+                                   ? "Return a hashed column by itself, with nothing merged into "
+                                     "it, or call querygate.set_policy(policy, mask_predicates => "
+                                     "'allow') if the policy trusts its queries."
+                                   : "Return masked columns unchanged, or call "
+                                     "querygate.set_policy(policy, mask_predicates => 'allow') "
+                                     "if the policy trusts its queries.")));
+    // The table allow-list: every relation the statement names, and no function that can read any
+    // table by itself.
+    if (strcmp(decision.code, error_code::table_not_allowed.code) == 0 && mask_hint == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("policy \"%s\" would refuse saved query \"%s\": %s", policy, query,
+                               decision.message),
+                        errhint("Add the table with querygate.allow_tables, read the data through "
+                                "a view and allow the view, or grant another query.")));
+}
+
 } // namespace
 
 void check_grant(const char *policy, const char *query)
@@ -82,12 +127,8 @@ void check_grant(const char *policy, const char *query)
              errhint("Save the query again as such a role (querygate.save_query), then grant "
                      "it.")));
 
-    QueryContext context;
     QueryAnalysis analysis;
-    query_context_begin(&context, in.run_as, in.search_path);
-    analyze_query(in.sql, in.nparams, in.param_types, in.saved_by, &analysis);
-    query_context_end(&context);
-
+    analyze_as_policy(in, &analysis);
     if (analysis.untrusted != nullptr)
         ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -111,32 +152,16 @@ void check_grant(const char *policy, const char *query)
                  errhint("GRANT the privilege to \"%s\"; querygate.explain('%s', '%s') shows "
                          "what the query needs.",
                          role, policy, query)));
-    // What the policy's masks would refuse at every call is refused now (mask_unresolvable,
-    // mask_expression, mask_hash_input, mask_predicate), with the same words a caller would get.
-    PlainDecision decision;
-    memset(&decision, 0, sizeof(decision));
-    decide_plain(&analysis, &in.rules, &decision);
-    if (decision.failed)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", decision.message)));
-    if (strncmp(decision.code, "mask_", 5) == 0)
-        ereport(ERROR,
-                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                 errmsg("policy \"%s\" would refuse saved query \"%s\": %s", policy, query,
-                        decision.message),
-                 errdetail("Every call would be refused with %s.", decision.code),
-                 strcmp(decision.code, error_code::mask_hash_input.code) == 0
-                     ? errhint("Return a hashed column by itself, with nothing merged into it, or "
-                               "call querygate.set_policy(policy, mask_predicates => 'allow') if "
-                               "the policy trusts its queries.")
-                     : errhint("Return masked columns unchanged, or call "
-                               "querygate.set_policy(policy, mask_predicates => 'allow') if the "
-                               "policy trusts its queries.")));
-    // The table allow-list: every relation the statement names, and no function that can read any
-    // table by itself.
-    if (strcmp(decision.code, error_code::table_not_allowed.code) == 0)
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("policy \"%s\" would refuse saved query \"%s\": %s", policy, query,
-                               decision.message),
-                        errhint("Add the table with querygate.allow_tables, read the data through "
-                                "a view and allow the view, or grant another query.")));
+    refuse_as_policy_would(policy, query, analysis, in.rules, nullptr);
+}
+
+void check_masks_allow(const char *policy, const char *query)
+{
+    GrantInputs in;
+    read_inputs(policy, query, &in);
+    QueryAnalysis analysis;
+    analyze_as_policy(in, &analysis);
+    refuse_as_policy_would(policy, query, analysis, in.rules,
+                           "Revoke the query or change it first, or call querygate.mask(..., "
+                           "force => true) to mask anyway: its calls are then refused.");
 }

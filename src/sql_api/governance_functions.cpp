@@ -24,6 +24,7 @@ extern "C" {
 
 #include "sql_api/catalog_access.hpp"
 #include "sql_api/governance.hpp"
+#include "policy/grant_check.hpp"
 #include "auth/jwt.hpp"
 #include "rules/mask_rules.hpp"
 #include "rules/param_rules.hpp"
@@ -154,11 +155,29 @@ QUERYGATE_SQL_FUNCTION(querygate_mask)
     if (problem != nullptr)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("invalid mask rule \"%s\": %s", pattern, problem)));
+    const bool force = !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
     const char *args[3] = {policy, normalised, action_name};
     catalog_change_policy("INSERT INTO querygate.mask_rule (policy, pattern, action) "
                           "VALUES ($1, $2, $3) ON CONFLICT (policy, pattern) "
                           "DO UPDATE SET action = excluded.action",
                           3, args);
+    // As grant_query refuses a query the masks would refuse, a mask that would make a granted
+    // query refused is refused (the rule just written goes with the error), unless forced.
+    if (!force) {
+        const MemoryContext here = CurrentMemoryContext;
+        CatalogSession session;
+        catalog_session_begin(&session);
+        const char *policy_arg[1] = {policy};
+        const uint64 n = catalog_exec_texts(
+            "SELECT query FROM querygate.query_grant WHERE policy = $1 ORDER BY query", 1,
+            policy_arg);
+        char **queries = static_cast<char **>(palloc0(sizeof(char *) * (n + 1)));
+        for (uint64 i = 0; i < n; i++)
+            queries[i] = catalog_result_text(i, 1, here);
+        for (uint64 i = 0; i < n; i++)
+            check_masks_allow(policy, queries[i]);
+        catalog_session_end(&session);
+    }
     PG_RETURN_VOID();
 }
 

@@ -2,7 +2,8 @@
 """Calls that keep coming, each client on its own keep-alive connection, while something happens
 to the server (a process killed, an overload).
 
---threads clients (Python's http.client) call GET --path?id=N for ids of their own (thread t
+--threads clients (Python's http.client) call POST --path?id=N (a write is never a GET's; a read
+may be either) for ids of their own (thread t
 calls t, t + threads, t + 2 * threads ...) for --duration seconds, each sending its next call when
 the last is answered (a closed loop). A call answered 200 is one the server says it made; a call
 whose connection failed (the server went away) may or may not have been made, and the client
@@ -40,7 +41,8 @@ def client(args, t, out, lock, first_failure):
             if conn is None:
                 conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=args.timeout)
             sent = time.monotonic()
-            conn.request("GET", "%s?id=%d" % (args.path, n), headers={"X-API-Key": args.key})
+            conn.request("POST", "%s?id=%d" % (args.path, n), body=b"",
+                         headers={"X-API-Key": args.key})
             resp = conn.getresponse()
             body = resp.read()
             took = (time.monotonic() - sent) * 1000

@@ -105,23 +105,23 @@ is($qg->sql(q{SELECT allowed_tables::text FROM querygate.policies WHERE name = '
 	'the policies view shows the list');
 
 # --- what the list allows works
-my $res = $qg->get('/q/ok_join?id=3', key => $limited);
+my $res = $qg->post('/q/ok_join?id=3', undef, key => $limited);
 $qg->expect_rows($res, [ { aid => 3, bname => 'north' } ], 'a join of two listed tables');
-$res = $qg->get('/q/ok_update?id=3', key => $limited);
+$res = $qg->post('/q/ok_update?id=3', undef, key => $limited);
 $qg->expect_rows($res, [ { aid => 3, abalance => 301 } ], 'an UPDATE ... RETURNING of a listed table');
 
 # --- every escape is refused, naming the table
 for my $e (@escapes)
 {
 	my ($name, $sql, $table) = @$e;
-	$res = $qg->get("/q/$name?id=2", key => $limited);
+	$res = $qg->post("/q/$name?id=2", undef, key => $limited);
 	$qg->expect_error($res, 403, 'table_not_allowed', $name, names => qr/\Q$table\E\b/);
 }
 for my $e (@write_escapes)
 {
 	my ($name, $sql, $table, $check) = @$e;
 	my $before = $qg->sql($check);
-	$res = $qg->get("/q/$name?id=2", key => $limited);
+	$res = $qg->post("/q/$name?id=2", undef, key => $limited);
 	$qg->expect_error($res, 403, 'table_not_allowed', $name, names => qr/\Q$table\E\b/);
 	is($qg->sql($check), $before, "$name: nothing changed in the database ($check)");
 }
@@ -130,45 +130,45 @@ is($qg->sql('SELECT abalance FROM accounts WHERE aid = 2'), '200', 'account 2 un
 # --- the same queries run for a policy without a list: the refusals were the list's
 for my $e (@escapes)
 {
-	$res = $qg->get("/q/$e->[0]?id=2", key => $wide);
+	$res = $qg->post("/q/$e->[0]?id=2", undef, key => $wide);
 	is($res->{status}, 200, "$e->[0]: 200 for a policy without a list") or diag(QuerygateTest::describe($res));
 }
-$res = $qg->get('/q/sublink_select_list?id=2', key => $wide);
+$res = $qg->post('/q/sublink_select_list?id=2', undef, key => $wide);
 $qg->expect_rows($res, [ { aid => 2, s => 'secret-2' } ], 'sublink_select_list reads secrets when unlisted');
 for my $e (@write_escapes)
 {
 	next if $e->[0] =~ /^insert_(target|into_view)$/;    # those insert whatever the id
-	$res = $qg->get("/q/$e->[0]?id=0", key => $wide);
+	$res = $qg->post("/q/$e->[0]?id=0", undef, key => $wide);
 	is($res->{status}, 200, "$e->[0]: 200 for a policy without a list (matching no row)")
 	  or diag(QuerygateTest::describe($res));
 }
 
 # --- a listed view is allowed without its base table; a view over a listed table is not
 $qg->sql(q{SELECT querygate.allow_tables('limited', '{accounts,branches,v_secrets}')});
-$res = $qg->get('/q/view_unlisted?id=4', key => $limited);
+$res = $qg->post('/q/view_unlisted?id=4', undef, key => $limited);
 $qg->expect_rows($res, [ { id => 4, secret => 'secret-4' } ], 'a listed view over an unlisted table');
-$res = $qg->get('/q/sublink_view?id=4', key => $limited);
+$res = $qg->post('/q/sublink_view?id=4', undef, key => $limited);
 $qg->expect_rows($res, [ { aid => 4 } ], 'a listed view in a sublink');
-$res = $qg->get('/q/join?id=4', key => $limited);
+$res = $qg->post('/q/join?id=4', undef, key => $limited);
 $qg->expect_error($res, 403, 'table_not_allowed', 'its base table read directly is still refused',
 	names => qr/public\.secrets\b/);
-$res = $qg->get('/q/view_over_listed_table?id=4', key => $limited);
+$res = $qg->post('/q/view_over_listed_table?id=4', undef, key => $limited);
 $qg->expect_error($res, 403, 'table_not_allowed', 'a view is judged as itself, not by its (listed) base table',
 	names => qr/public\.v_accounts\b/);
 
 # --- a list changed after granting is enforced on the next call
-$res = $qg->get('/q/ok_join?id=6', key => $limited);
+$res = $qg->post('/q/ok_join?id=6', undef, key => $limited);
 $qg->expect_rows($res, [ { aid => 6, bname => 'south' } ], 'ok_join before the list changes');
 $qg->sql(q{SELECT querygate.allow_tables('limited', '{accounts}')});
-$res = $qg->get('/q/ok_join?id=6', key => $limited);
+$res = $qg->post('/q/ok_join?id=6', undef, key => $limited);
 $qg->expect_error($res, 403, 'table_not_allowed', 'ok_join once branches left the list', names => qr/public\.branches\b/);
 $qg->sql(q{SELECT querygate.allow_tables('limited', '{branches,accounts}')});
-$res = $qg->get('/q/ok_join?id=6', key => $limited);
+$res = $qg->post('/q/ok_join?id=6', undef, key => $limited);
 $qg->expect_rows($res, [ { aid => 6, bname => 'south' } ], 'ok_join once branches is back');
 
 # A rolled-back change never reaches the workers.
 $qg->sql(q{BEGIN; SELECT querygate.allow_tables('limited', '{accounts}'); ROLLBACK;});
-$res = $qg->get('/q/ok_join?id=6', key => $limited);
+$res = $qg->post('/q/ok_join?id=6', undef, key => $limited);
 $qg->expect_rows($res, [ { aid => 6, bname => 'south' } ], 'a rolled-back allow_tables changes nothing');
 
 # --- grant_query refuses a query outside the list
@@ -180,13 +180,13 @@ my $err = sql_error($qg, q{SELECT querygate.grant_query('limited', 'late_secret'
 like($err, qr/^42501 .*secrets/, 'grant_query of a query reading an unlisted table: 42501 naming it') or diag($err);
 is($qg->sql(q{SELECT count(*) FROM querygate.query_grant WHERE policy = 'limited' AND query = 'late_secret'}), '0',
 	'the refused grant left no row');
-$res = $qg->get('/q/late_secret?id=1', key => $limited);
+$res = $qg->post('/q/late_secret?id=1', undef, key => $limited);
 $qg->expect_error($res, 404, 'query_not_found', 'the query whose grant was refused');
 $err = sql_error($qg, q{SELECT querygate.grant_query('limited', 'view_over_listed_table')});
 like($err, qr/^42501 .*v_accounts/, 'grant_query of a view over a listed table: 42501 naming the view') or diag($err);
 is(sql_error($qg, q{SELECT querygate.grant_query('limited', 'late_ok')}), 'no error',
 	'grant_query of a query inside the list');
-$res = $qg->get('/q/late_ok?id=2', key => $limited);
+$res = $qg->post('/q/late_ok?id=2', undef, key => $limited);
 $qg->expect_rows($res, [ { bname => 'south' } ], 'the query granted inside the list');
 
 # explain says why.
@@ -195,15 +195,15 @@ is( $qg->sql(q{SELECT querygate.explain('limited', 'lateral')->'refused'->>'code
 
 # --- NULL removes the list
 $qg->sql(q{SELECT querygate.allow_tables('limited', NULL)});
-$res = $qg->get('/q/cte?id=5', key => $limited);
+$res = $qg->post('/q/cte?id=5', undef, key => $limited);
 $qg->expect_rows($res, [ { aid => 5, secret => 'secret-5' } ], 'after allow_tables(NULL) the CTE query runs');
-$res = $qg->get('/q/dml_cte_delete?id=10', key => $limited);
+$res = $qg->post('/q/dml_cte_delete?id=10', undef, key => $limited);
 $qg->expect_rows($res, [ { n => 1 } ], 'after allow_tables(NULL) the data-modifying CTE runs');
 is($qg->sql('SELECT count(*) FROM secrets WHERE id = 10'), '0', 'and it deleted the row');
 
 # An empty list allows nothing.
 $qg->sql(q{SELECT querygate.allow_tables('limited', '{}')});
-$res = $qg->get('/q/late_ok?id=2', key => $limited);
+$res = $qg->post('/q/late_ok?id=2', undef, key => $limited);
 $qg->expect_error($res, 403, 'table_not_allowed', 'an empty list', names => qr/public\.branches\b/);
 
 done_testing();

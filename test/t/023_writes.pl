@@ -65,7 +65,7 @@ sub refused
 	my ($path, $key, $status, $code, $name) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
 	my $before = state() . ' / ' . logged();
-	my $res = $qg->get($path, key => $key);
+	my $res = $qg->post($path, undef, key => $key); # a write is POSTed (a GET is 405)
 	$qg->expect_error($res, $status, $code, $name);
 	is(state() . ' / ' . logged(), $before, "$name: nothing changed in the database");
 }
@@ -83,11 +83,11 @@ $qg->set_and_reload('querygate.allow_writes', 'on');
 ok( poll_fresh(sub { fresh_request($qg, 'GET', '/q/deposit?aid=999999&delta=1', key => $writer) },
 		sub { $_[0]{status} == 200 }),
 	'allow_writes on reached the workers (a deposit to no account answers 200)');
-my $res = $qg->get('/q/deposit?aid=999999&delta=1', key => $writer);
+my $res = $qg->post('/q/deposit?aid=999999&delta=1', undef, key => $writer);
 is($res->{content}, '{"rows_affected":0}', 'deposit to no account: {"rows_affected":0}');
 
 # The seed's deposit with the writer key.
-$res = $qg->get('/q/deposit?aid=3&delta=7', key => $writer);
+$res = $qg->post('/q/deposit?aid=3&delta=7', undef, key => $writer);
 is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'deposit: 200 {"rows_affected":1}');
 is(balance(3), '7', 'the row changed, committed before the answer');
 is(json_encode($res->{json}), '{"rows_affected":1}', 'the body is a JSON object');
@@ -97,7 +97,7 @@ is(balance(3), '16', 'the row changed again');
 is(accounts(), '10', 'no row added or removed');
 
 # The writer key may call nothing else.
-$res = $qg->get('/q/balance?aid=3', key => $writer);
+$res = $qg->post('/q/balance?aid=3', undef, key => $writer);
 $qg->expect_error($res, 404, 'query_not_found', 'the writer key calling an ungranted query');
 
 # --- a policy without update
@@ -112,7 +112,7 @@ refused('/q/close_in_cte?aid=4', $full, 403, 'write_op_not_allowed', 'WITH d AS 
 refused('/q/insert_in_cte?aid=60', $full, 403, 'write_op_not_allowed', 'WITH i AS (INSERT ...) SELECT ...: an insert');
 refused('/q/update_with_delete_cte?aid=3&gone=4', $full, 403, 'write_op_not_allowed',
 	'an UPDATE (granted) with a DELETE in its WITH (not granted)');
-$res = $qg->get('/q/close_in_cte?aid=4', key => $inserter);
+$res = $qg->post('/q/close_in_cte?aid=4', undef, key => $inserter);
 $qg->expect_error($res, 403, 'write_op_not_allowed', 'the DELETE CTE with a policy granted insert only');
 
 # --- a volatile function that writes, called from a read query: read-only whatever the grants
@@ -126,7 +126,7 @@ refused('/q/log_from_read?msg=hello', $reader, 403, 'read_only', 'SELECT log_it(
 	# PostgreSQL itself refuses to leave read-only mode once the transaction has taken a snapshot
 	# (25001), before log_it runs: an error of the query, not a write it tried.
 	my $log_offset = -s $qg->node->logfile;
-	my $r = $qg->get('/q/read_write_escape?msg=escape', key => $full);
+	my $r = $qg->post('/q/read_write_escape?msg=escape', undef, key => $full);
 	$qg->expect_error($r, 500, 'query_failed', 'set_config(transaction_read_only, off) then a write');
 	ok( poll_until(
 			sub {
@@ -140,27 +140,27 @@ refused('/q/log_from_read?msg=hello', $reader, 403, 'read_only', 'SELECT log_it(
 }
 
 # --- with the operations granted
-$res = $qg->get('/q/close_in_cte?aid=4', key => $full);
+$res = $qg->post('/q/close_in_cte?aid=4', undef, key => $full);
 $qg->expect_rows($res, [ { n => 1 } ], 'the DELETE CTE once delete is granted');
 is($qg->sql('SELECT count(*) FROM pgbench_accounts WHERE aid = 4'), '0', 'and the row is gone');
-$res = $qg->get('/q/open_account?aid=4', key => $full);
+$res = $qg->post('/q/open_account?aid=4', undef, key => $full);
 is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'INSERT once insert is granted');
-$res = $qg->get('/q/insert_in_cte?aid=11', key => $full);
+$res = $qg->post('/q/insert_in_cte?aid=11', undef, key => $full);
 $qg->expect_rows($res, [ { aid => 11 } ], 'the INSERT CTE once insert is granted');
-$res = $qg->get('/q/merge_account?aid=3', key => $full);
+$res = $qg->post('/q/merge_account?aid=3', undef, key => $full);
 is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'MERGE once merge is granted');
 is(balance(3), '0', 'MERGE set the balance');
-$res = $qg->get('/q/close_account?aid=11', key => $full);
+$res = $qg->post('/q/close_account?aid=11', undef, key => $full);
 is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'DELETE once delete is granted');
 is(accounts(), '10', 'ten accounts again');
 
 # An error in a write rolls it back whole.
-$res = $qg->get('/q/open_account?aid=5', key => $full);
+$res = $qg->post('/q/open_account?aid=5', undef, key => $full);
 $qg->expect_error($res, 500, 'query_failed', 'INSERT of an existing key');
 is(accounts(), '10', 'nothing inserted');
 
 # --- RETURNING rows come back masked
-$res = $qg->get('/q/deposit_returning?aid=5&delta=25', key => $full);
+$res = $qg->post('/q/deposit_returning?aid=5&delta=25', undef, key => $full);
 $qg->expect_rows($res, [ { aid => 5, abalance => 25 } ], 'UPDATE ... RETURNING without masks');
 $qg->sql(q{SELECT querygate.mask('full', '*.abalance', 'hash')});
 my $secret = hash_key($qg, policy => 'full'); # the key of full's answers
@@ -172,17 +172,17 @@ refused('/q/deposit_in_cte?aid=5&delta=1', $full, 403, 'mask_expression', 'an UP
 refused('/q/reset_rich?min=10', $full, 403, 'mask_predicate', 'an UPDATE filtering on a hashed column');
 # The policy's opt-out: computed values come back masked as a whole.
 $qg->sql(q{SELECT querygate.set_policy('full', mask_predicates => 'allow')});
-$res = $qg->get('/q/deposit_returning?aid=5&delta=25', key => $full);
+$res = $qg->post('/q/deposit_returning?aid=5&delta=25', undef, key => $full);
 $qg->expect_rows($res, [ { aid => 5, abalance => hmac_of($secret, '50') } ], 'opted out: RETURNING with *.abalance hashed');
 is(balance(5), '50', 'the masked write was made');
-$res = $qg->get('/q/deposit_in_cte?aid=5&delta=1', key => $full);
+$res = $qg->post('/q/deposit_in_cte?aid=5&delta=1', undef, key => $full);
 $qg->expect_rows($res, [ { aid => 5, abalance => hmac_of($secret, '51') } ], 'an UPDATE CTE\'s RETURNING, selected: hashed');
 is(balance(5), '51', 'the write in the CTE was made');
 $qg->sql(q{SELECT querygate.mask('full', 'pgbench_accounts.abalance', 'drop')});
-$res = $qg->get('/q/deposit_returning?aid=5&delta=1', key => $full);
+$res = $qg->post('/q/deposit_returning?aid=5&delta=1', undef, key => $full);
 $qg->expect_rows($res, [ { aid => 5 } ], 'RETURNING with abalance dropped');
 is(balance(5), '52', 'the write with a dropped RETURNING column was made');
-$res = $qg->get('/q/insert_in_cte?aid=12', key => $full);
+$res = $qg->post('/q/insert_in_cte?aid=12', undef, key => $full);
 $qg->expect_rows($res, [ { aid => 12 } ], 'an INSERT CTE returning an unmasked column');
 $qg->sql(q{SELECT querygate.unmask('full', 'pgbench_accounts.abalance'); SELECT querygate.unmask('full', '*.abalance');
            SELECT querygate.set_policy('full', mask_predicates => 'refuse');});
@@ -191,7 +191,7 @@ $qg->sql(q{SELECT querygate.unmask('full', 'pgbench_accounts.abalance'); SELECT 
 $qg->sql(q{SELECT querygate.grant_writes('writer', NULL)});
 refused('/q/deposit?aid=3&delta=5', $writer, 403, 'write_op_not_allowed', 'deposit after grant_writes(writer, NULL)');
 $qg->sql(q{SELECT querygate.grant_writes('writer', '{UPDATE}')});
-$res = $qg->get('/q/deposit?aid=3&delta=5', key => $writer);
+$res = $qg->post('/q/deposit?aid=3&delta=5', undef, key => $writer);
 is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'deposit after grant_writes(writer, {UPDATE})');
 $qg->sql(q{SELECT querygate.grant_writes('writer', '{}')});
 refused('/q/deposit?aid=3&delta=5', $writer, 403, 'write_op_not_allowed', 'deposit after grant_writes(writer, {})');
@@ -230,7 +230,7 @@ ok( poll_fresh(sub { fresh_request($qg, 'GET', '/q/deposit?aid=999999&delta=1', 
 	'allow_writes off reached the workers');
 refused('/q/deposit?aid=3&delta=5', $writer, 403, 'read_only', 'deposit once writes are off again');
 refused('/q/close_in_cte?aid=6', $full, 403, 'read_only', 'the granted DELETE CTE once writes are off again');
-$res = $qg->get('/q/balance?aid=3', key => $full);
+$res = $qg->post('/q/balance?aid=3', undef, key => $full);
 $qg->expect_rows($res, [ { abalance => 5 } ], 'reads still work');
 
 done_testing();

@@ -84,7 +84,8 @@ my $app = $qg->access(policy => 'app', run_as => 'ci_app', queries => [ grep { $
 	setup => q{SELECT querygate.grant_writes('app', '{insert}');});
 my $probe_key = $qg->access(policy => 'probe', run_as => 'ci_probe', queries => [ 'probe', 'other_items' ]);
 
-sub call { my ($name, $args) = @_; return $qg->get("/q/$name" . ($args // ''), key => $app); }
+# POSTed, reads and writes alike (a write is never a GET's).
+sub call { my ($name, $args) = @_; return $qg->post("/q/$name" . ($args // ''), undef, key => $app); }
 sub probe
 {
 	my $res = $qg->get('/q/probe', key => $probe_key);
