@@ -247,6 +247,23 @@ json_t *column_schema(const Column &c)
 
 } // namespace
 
+const char *served_kind_name(const Column &c)
+{
+    using masking::Action;
+    switch (masking::kind_of(c.action)) {
+    case Action::null:
+        return "null";
+    case Action::hash:
+        return "string";
+    case Action::mask:
+    case Action::mask_email:
+    case Action::partial:
+        return c.is_text ? "string" : "null";
+    default:
+        return kind_name(c.type.kind);
+    }
+}
+
 Owned row_schema(const Query &q)
 {
     Owned s = object();
@@ -261,11 +278,20 @@ Owned row_schema(const Query &q)
         append(req, str("rows_affected"));
         set(s, "required", std::move(req));
     } else {
+        Owned req = array();
         for (const Column &c : q.columns)
-            if (json_t *cs = column_schema(c))
+            if (json_t *cs = column_schema(c)) {
+                // Two columns of one name are one member of the row's object (the last's).
+                const bool named = json_object_get(props.v, c.name.c_str()) != nullptr;
                 set(props, c.name, Owned(cs));
+                if (!named)
+                    append(req, str(c.name));
+            }
+        if (json_array_size(req.v) > 0)
+            set(s, "required", std::move(req));
     }
     set(s, "properties", std::move(props));
+    set(s, "additionalProperties", boolean(false));
     return s;
 }
 

@@ -45,13 +45,17 @@ std::string dump(const Owned &doc, bool indent);
 
 // The name of a value's kind as the catalog says it (integer, number, boolean, json, string).
 const char *kind_name(api_description::Kind k);
+// A column's kind as the caller's policy serves it: "string" for a hashed one, "null" for a nulled
+// one, "string" or "null" for a masked one (text or not), else its type's kind_name.
+const char *served_kind_name(const api_description::Column &c);
 // Whether a call must give the parameter: it has no rule, or a required one without a default.
 bool required(const api_description::Param &p);
 Owned param_schema(const api_description::Param &p);
 // {"type": "object", "properties": {each parameter}, "required": [...], "additionalProperties":
 // false}: the parameters of one call.
 Owned params_schema(const api_description::Query &q);
-// One row of the answer: its columns as the caller's policy serves them; rows_affected for a write
+// One row of the answer: its columns as the caller's policy serves them, every one of them in
+// every row and nothing else (required, additionalProperties false); rows_affected for a write
 // without RETURNING.
 Owned row_schema(const api_description::Query &q);
 

@@ -388,7 +388,7 @@ std::string catalog(const api_description::Api &api)
                 continue;
             Owned ce = object();
             set(ce, "name", str(c.name));
-            set(ce, "type", str(kind_name(c.type.kind)));
+            set(ce, "type", str(served_kind_name(c)));
             set(ce, "postgres_type", str(c.type.postgres));
             set(ce, "mask",
                 c.action == masking::Action::none ? Owned(json_null())

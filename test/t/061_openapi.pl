@@ -36,6 +36,9 @@ $qg->sql(q{
 	SELECT querygate.save_query('oa_gone', 'SELECT id FROM oa_gone');
 	SELECT querygate.save_query('oa_guess', 'SELECT id FROM oa_people WHERE name = :name');
 	SELECT querygate.save_query('oa_other', 'SELECT 1 AS one');
+	CREATE TABLE oa_codes (code int);
+	INSERT INTO oa_codes VALUES (7);
+	SELECT querygate.save_query('oa_codes', 'SELECT code FROM oa_codes');
 });
 $qg->role('oa_role', select => [qw(oa_people oa_hidden)]);
 $qg->sql('GRANT UPDATE ON oa_people TO oa_role');
@@ -45,11 +48,14 @@ my $key = $qg->access(policy => 'oa_pol', run_as => 'oa_role', jwt_issuers => ['
 		SELECT querygate.allow_tables('oa_pol', ARRAY['oa_people']::regclass[]);
 		SELECT querygate.grant_writes('oa_pol', '{update}');
 		SELECT querygate.mask('oa_pol', 'public.oa_people.ssn', 'hash');
-		SELECT querygate.mask('oa_pol', 'public.oa_people.name', 'mask');
+		-- forced: oa_guess, granted, filters on it and is refused from now on (as it should be here)
+		SELECT querygate.mask('oa_pol', 'public.oa_people.name', 'mask', force => true);
 		SELECT querygate.mask('oa_pol', 'public.oa_people.secret', 'drop');
 	});
 $qg->sql('DROP TABLE oa_gone');
-my $other_key = $qg->access(policy => 'oa_other_pol', run_as => 'oa_role', queries => ['oa_other']);
+$qg->sql('GRANT SELECT ON oa_codes TO oa_role');
+my $other_key = $qg->access(policy => 'oa_other_pol', run_as => 'oa_role', queries => [qw(oa_other oa_codes)],
+	setup => q{SELECT querygate.mask('oa_other_pol', 'public.oa_codes.code', 'hash');});
 
 $qg->expect_error($qg->get('/openapi.json'), 401, 'unauthorized', 'without a key');
 $qg->expect_error($qg->get('/catalog'), 401, 'unauthorized', 'the catalog without a key');
@@ -63,7 +69,7 @@ is_deeply([ sort keys %{ $doc->{paths} } ], [qw(/q/oa_odd /q/oa_people /q/oa_sea
 	  . 'on a masked column, which its policy refuses), oa_other (not granted) nor oa_mine (it takes a '
 	  . 'parameter from a token, and a key has none)');
 is($qg->get('/q/oa_guess?name=Jane', key => $key)->{status}, 403, 'as a call of oa_guess is refused');
-is_deeply([ sort keys %{ $qg->get('/openapi.json', key => $other_key)->{json}{paths} } ], ['/q/oa_other'],
+is_deeply([ sort keys %{ $qg->get('/openapi.json', key => $other_key)->{json}{paths} } ], [ '/q/oa_codes', '/q/oa_other' ],
 	'another key sees its own');
 
 my %params = map { $_->{name} => $_ } grep { !$_->{'$ref'} } @{ $doc->{paths}{'/q/oa_people'}{get}{parameters} };
@@ -94,6 +100,9 @@ is($row->{born}{format}, 'date', 'a date');
 ok(!exists $row->{meta}{type}, 'jsonb is any JSON value');
 is_deeply($row->{score}{type}, [qw(number string null)], 'numeric is a number (or NaN\'s string)');
 is_deeply($doc->{components}{schemas}{'oa_touch.row'}{required}, ['rows_affected'], 'a write answers rows_affected');
+is_deeply($doc->{components}{schemas}{'oa_people.row'}{required}, [qw(id name ssn born meta score)],
+	'every column served is in every row (required)');
+is($doc->{components}{schemas}{'oa_people.row'}{additionalProperties}, JSON::PP::false, 'and nothing else');
 ok($doc->{components}{securitySchemes}{apiKey} && $doc->{components}{securitySchemes}{bearer}, 'both security schemes');
 ok($doc->{paths}{'/q/oa_people'}{get}{responses}{403}, 'and the error answers');
 my $live = $qg->get('/q/oa_people?id=1', key => $key)->{json}[0];
@@ -106,6 +115,12 @@ my ($people) = grep { $_->{name} eq 'oa_people' } @{ $catalog->{queries} };
 is($people->{description}, 'one person by id', 'with descriptions');
 is_deeply([ map { "$_->{name}:" . ($_->{mask} // '-') } @{ $people->{columns} } ],
 	[qw(id:- name:mask ssn:hash born:- meta:- score:-)], 'and the columns with their masks');
+is_deeply([ map { "$_->{name}:$_->{type}" } @{ $people->{columns} } ],
+	[qw(id:integer name:string ssn:string born:string meta:json score:number)],
+	'typed as served');
+my ($codes) = grep { $_->{name} eq 'oa_codes' } @{ $qg->get('/catalog', key => $other_key)->{json}{queries} // [] };
+is(join(' ', map { "$_->{name}:$_->{type}:$_->{postgres_type}:$_->{mask}" } @{ $codes->{columns} // [] }),
+	'code:string:integer:hash', 'a hashed integer column is a string (64 hex digits), as served');
 is_deeply($people->{formats}, [qw(json ndjson csv tsv)], 'and the formats');
 
 # --- a real linter, a generated client, and TypeScript

@@ -2,10 +2,13 @@
 # postmaster is still exiting with it open) does not leave querygate off until the next restart:
 # the server starts with a WARNING that HTTP waits for its address, every querygate process runs
 # (the HTTP workers, the writer), a stop while waiting is prompt, and once the address is free the
-# workers listen and serve within moments, with no restart.
+# workers listen and serve within moments, with no restart. make run on a port that is taken stops
+# at once and says which variable moves it.
 use strict;
 use warnings;
+use FindBin;
 use IO::Socket::INET;
+use IPC::Run ();
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QuerygateTest;
@@ -81,5 +84,17 @@ unlike($log, qr/HTTP is off/, 'HTTP was never off');
 $node->restart;
 ok($qg->wait_health, 'after a restart GET /health answers 200');
 $qg->expect_rows($qg->get('/q/iu_q', key => $key), [ { answer => 42 } ], 'after a restart');
+
+# make run (scripts/run-demo) on a port another program holds (here, this server's): it stops at
+# once, before installing or starting anything, and names the variable that moves the port.
+my $demo_dir = PostgreSQL::Test::Utils::tempdir('demo');
+my ($out, $err) = ('', '');
+IPC::Run::run([ "$FindBin::Bin/../../scripts/run-demo" ], '>', \$out, '2>', \$err,
+	init => sub { $ENV{QUERYGATE_DEMO_HTTP_PORT} = $qg->port; $ENV{QUERYGATE_DEMO_DIR} = "$demo_dir/d"; });
+is($? >> 8, 1, 'make run with its HTTP port taken: exits 1');
+like($err, qr/port ${\ $qg->port } on 127\.0\.0\.1 is taken by another program: run with QUERYGATE_DEMO_HTTP_PORT=/,
+	'and says so, naming the variable that moves it');
+is($out, '', 'printing no key or curl line');
+ok(!-e "$demo_dir/d", 'and starting nothing');
 
 done_testing();
