@@ -178,6 +178,19 @@ Owned param_schema(const Param &p)
     }
     if (r.has_default)
         set(s, "default", r.default_is_null ? Owned(json_null()) : typed(p.type, r.default_text));
+    // A value a contract tester or a generated client can send: the rule's example, else what the
+    // rules already name (the default, the first allowed value, the minimum).
+    const std::string *example = r.has_example                         ? &r.example_text
+                                 : r.has_default && !r.default_is_null ? &r.default_text
+                                 : !r.enum_values.empty()              ? &r.enum_values.front()
+                                                                       : nullptr;
+    Owned examples = array();
+    if (example != nullptr)
+        append(examples, typed(p.type, *example));
+    else if (r.has_min)
+        append(examples, number(r.min));
+    if (json_array_size(examples.v) > 0)
+        set(s, "examples", std::move(examples));
     return s;
 }
 

@@ -153,6 +153,10 @@ bool parse_one(const char *name, json_t *spec, Rule &r, std::string &error)
             if (!json_is_boolean(v))
                 return fail("nullable must be true or false");
             r.nullable = json_is_true(v);
+        } else if (k == "example") {
+            r.has_example = true;
+            if (!scalar_text(v, r.example_text))
+                return fail("example must be a string, a number or a boolean");
         } else if (k == "default") {
             r.has_default = true;
             if (json_is_null(v))
@@ -215,6 +219,11 @@ bool parse_one(const char *name, json_t *spec, Rule &r, std::string &error)
         std::string problem = check(r, r.default_text);
         if (!problem.empty())
             return fail("the default " + problem);
+    }
+    if (r.has_example) {
+        std::string problem = check(r, r.example_text);
+        if (!problem.empty())
+            return fail("the example " + problem);
     }
     return true;
 }

@@ -21,6 +21,10 @@ struct Rule {
     bool has_default = false;
     bool default_is_null = false;
     std::string default_text;
+    // "example": a value a caller could send, for documents and contract testers (OpenAPI's
+    // examples); it must satisfy the other rules, as a default must.
+    bool has_example = false;
+    std::string example_text;
     std::vector<std::string> enum_values; // as text; empty: no enum
     bool has_min = false, has_max = false;
     double min = 0, max = 0;

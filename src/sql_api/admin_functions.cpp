@@ -95,6 +95,12 @@ void analyze_version(const QueryVersion &v, AnalyzedQuery *analyzed)
                                 errmsg("invalid parameter rules: the default of parameter \"%s\" "
                                        "does not match its pattern",
                                        patterns.names[i])));
+            if (patterns.examples[i] != nullptr &&
+                !pattern_matches_whole(patterns.patterns[i], patterns.examples[i]))
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("invalid parameter rules: the example of parameter \"%s\" "
+                                       "does not match its pattern",
+                                       patterns.names[i])));
         }
     }
     AtEOXact_GUC(true, nest);

@@ -10,6 +10,7 @@ struct ParamPatterns {
     char **names;
     char **patterns;
     char **defaults;
+    char **examples;
 };
 
 // Validates save_query's params (JSON text) against the analyzed query: nullptr when fine, else a

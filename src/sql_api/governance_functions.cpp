@@ -97,6 +97,7 @@ char *validate_param_rules(const char *json, const AnalyzedQuery *query, ParamPa
     patterns->names = static_cast<char **>(palloc0(sizeof(char *) * (rules.size() + 1)));
     patterns->patterns = static_cast<char **>(palloc0(sizeof(char *) * (rules.size() + 1)));
     patterns->defaults = static_cast<char **>(palloc0(sizeof(char *) * (rules.size() + 1)));
+    patterns->examples = static_cast<char **>(palloc0(sizeof(char *) * (rules.size() + 1)));
     for (const param_rules::Rule &r : rules) {
         if (r.pattern.empty())
             continue;
@@ -104,6 +105,7 @@ char *validate_param_rules(const char *json, const AnalyzedQuery *query, ParamPa
         patterns->patterns[patterns->n] = pstrdup(r.pattern.c_str());
         patterns->defaults[patterns->n] =
             r.has_default && !r.default_is_null ? pstrdup(r.default_text.c_str()) : nullptr;
+        patterns->examples[patterns->n] = r.has_example ? pstrdup(r.example_text.c_str()) : nullptr;
         patterns->n++;
     }
     return nullptr;

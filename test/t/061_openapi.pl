@@ -26,7 +26,7 @@ $qg->sql(q{
 	SELECT querygate.save_query('oa_people', 'SELECT id, name, ssn, secret, born, meta, score FROM oa_people WHERE id = :id',
 	  'one person by id', '{"id": {"type": "integer", "min": 1, "max": 1000, "description": "the person"}}');
 	SELECT querygate.save_query('oa_search', 'SELECT id FROM oa_people WHERE tenant ~ :q AND :kind::text IN (''a'', ''b'') LIMIT :lim::int',
-	  NULL, '{"q": {"pattern": "[A-Za-z]+"}, "kind": {"enum": ["a", "b"]}, "lim": {"type": "integer", "default": 10}}');
+	  NULL, '{"q": {"pattern": "[A-Za-z]+", "example": "Ab"}, "kind": {"enum": ["a", "b"]}, "lim": {"type": "integer", "default": 10}}');
 	SELECT querygate.save_query('oa_odd', 'SELECT id FROM oa_people WHERE tenant ~ :q', NULL, '{"q": {"pattern": "\\\\m[[:alpha:]]+"}}');
 	SELECT querygate.save_query('oa_mine', 'SELECT id FROM oa_people WHERE tenant = :tenant', NULL,
 	  '{"tenant": {"from_claim": "tenant"}}');
@@ -74,12 +74,16 @@ is_deeply([ sort keys %{ $qg->get('/openapi.json', key => $other_key)->{json}{pa
 
 my %params = map { $_->{name} => $_ } grep { !$_->{'$ref'} } @{ $doc->{paths}{'/q/oa_people'}{get}{parameters} };
 is_deeply($params{id}, { name => 'id', in => 'query', required => JSON::PP::true,
-		schema => { type => 'integer', format => 'int32', description => 'the person', minimum => 1, maximum => 1000 } },
-	'a parameter with its type and rules');
+		schema => { type => 'integer', format => 'int32', description => 'the person', minimum => 1, maximum => 1000,
+			examples => [1] } },
+	'a parameter with its type and rules, and an example from them (its minimum)');
 my %search = map { $_->{name} => $_ } grep { !$_->{'$ref'} } @{ $doc->{paths}{'/q/oa_search'}{get}{parameters} };
 is($search{q}{schema}{pattern}, '^(?:[A-Za-z]+)$', 'a pattern ECMA-262 reads alike, anchored as the rule matches whole');
 is_deeply($search{kind}{schema}{enum}, [qw(a b)], 'an enum');
 is($search{lim}{schema}{default}, 10, 'a default');
+is_deeply([ map { $search{$_}{schema}{examples} } qw(kind lim) ], [ ['a'], [10] ],
+	'examples from the rules: the first allowed value, the default');
+is_deeply($search{q}{schema}{examples}, ['Ab'], 'and the rule\'s own example');
 ok(!$search{lim}{required}, 'with a default, not required');
 my %odd = map { $_->{name} => $_ } grep { !$_->{'$ref'} } @{ $doc->{paths}{'/q/oa_odd'}{get}{parameters} };
 ok(!exists $odd{q}{schema}{pattern}, 'a pattern ECMA-262 would read otherwise is no pattern');

@@ -154,6 +154,12 @@ void required_and_defaults()
             "an array default");
     refused("{\"type\":\"integer\",\"default\":\"abc\"}", "the default must be an integer",
             "a default that is not of the type");
+    Rule ex = one("{\"type\":\"integer\",\"min\":1,\"example\":42}");
+    ok(ex.has_example && ex.example_text == "42" && ex.required, "an example (still required)");
+    refused("{\"type\":\"integer\",\"min\":1,\"example\":0}", "the example must be at least 1",
+            "an example that breaks a rule");
+    refused("{\"example\":null}", "example must be a string, a number or a boolean",
+            "a null example");
     refused("{\"type\":\"integer\",\"default\":1.5}", "the default must be an integer",
             "a real default for an integer");
     refused("{\"type\":\"boolean\",\"default\":\"yes\"}", "the default must be true or false",
