@@ -501,7 +501,9 @@ ApiError QueryRunner::State::error_for(const pg::PgError &e, const CallRequest &
                                 "the query ran longer than its time limit (" +
                                     std::to_string(timeout_ms) + " ms)");
     // The database's own message goes to the server log only: it may name tables, columns or
-    // values the caller may not see.
+    // values the caller may not see. The call's cancel may be pending (its budget spent as it
+    // failed): held, for abort_call to clear.
+    const pg::HeldInterrupts held;
     ereport(LOG,
             (errmsg("querygate: call of \"%s\" failed (request %s): %s", name,
                     request.request_id.c_str(), e.message.c_str()),
@@ -677,7 +679,10 @@ ApiError QueryRunner::State::as_caller(const CallRequest &request, bool charge, 
             pgstat_report_activity(STATE_IDLE, nullptr);
         });
     } catch (const std::exception &e) {
-        ereport(LOG, (errmsg("querygate: %s failed: %s", what, e.what())));
+        {
+            const pg::HeldInterrupts held; // a pending cancel is abort_call's to clear
+            ereport(LOG, (errmsg("querygate: %s failed: %s", what, e.what())));
+        }
         error = api_errors::make(error_code::internal_error, "internal error");
         abort_call();
     }
@@ -963,8 +968,11 @@ CallResult QueryRunner::run(const CallRequest &request, bool may_hand_off)
     } catch (const std::exception &e) {
         // Not PostgreSQL's error (out of memory in C++, say): the transaction is still open and
         // must be ended here, or every later call on this worker would fail.
-        ereport(LOG, (errmsg("querygate: call of \"%s\" failed (request %s): %s",
-                             request.query.c_str(), request.request_id.c_str(), e.what())));
+        {
+            const pg::HeldInterrupts held; // a pending cancel is abort_call's to clear
+            ereport(LOG, (errmsg("querygate: call of \"%s\" failed (request %s): %s",
+                                 request.query.c_str(), request.request_id.c_str(), e.what())));
+        }
         failed(result, api_errors::make(error_code::internal_error, "internal error"));
         s.abort_call();
     }

@@ -8,10 +8,28 @@
 #include "http/mcp.hpp"
 #include "http/paging_args.hpp"
 
+namespace {
+
+// A key or token presented on /mcp and refused: 403, not 401. The official SDK's client (and the
+// Inspector built on it) starts OAuth discovery on any 401 (.well-known metadata, client
+// registration, a browser or a prompt), which this server does not offer: a client that sent a
+// key or a token should hear that it is refused, and why. RFC 9110 (15.5.4) allows 403 for
+// credentials that do not suffice; only a request without any is 401 (with WWW-Authenticate).
+ApiError refused_presented(const ApiError &error)
+{
+    ApiError out = error;
+    if (out.status == 401)
+        out.status = 403;
+    return out;
+}
+
+} // namespace
+
 // POST /mcp: one JSON-RPC message a request, answered as application/json; no session, so any
 // worker answers any request. The transport's refusals (a method, an origin, a protocol version,
-// a message that cannot be read) and the caller's (a key that is not one, a limit, an overload)
-// are HTTP statuses with the usual error body; a refusal of the call itself is the tool's error.
+// a message that cannot be read) and the caller's (a key that is not one: 403, or 401 without
+// any; a limit, an overload) are HTTP statuses with the usual error body; a refusal of the call
+// itself is the tool's error.
 void RequestHandler::handle_mcp(const HttpRequest &request, HttpResponse &response,
                                 const std::string &id, Logged &logged)
 {
@@ -74,7 +92,7 @@ void RequestHandler::handle_mcp(const HttpRequest &request, HttpResponse &respon
                              ? runner_.limit_anonymous(call.client_ip, limits)
                              : runner_.describe(call, api, limits);
         if (error.set()) {
-            write_error(response, error, id);
+            write_error(response, refused_presented(error), id);
             add_limit_headers(response, limits);
             return;
         }
@@ -161,8 +179,9 @@ RequestHandler::ToolOutcome RequestHandler::tool_answer(CallResult &result,
     const bool replica = error.code == error_code::read_only_replica.code;
     if (error.set() && !replica &&
         (error.status == 401 || error.status == 429 || error.status == 503)) {
-        // The caller's key, its limits or the server's state: HTTP's answer, as for /q/{name}.
-        write_error(response, error, id);
+        // The caller's key, its limits or the server's state: HTTP's answer, as for /q/{name}
+        // (a tool call that got this far presented a key or a token).
+        write_error(response, refused_presented(error), id);
         add_limit_headers(response, result.limits);
         if (error.status == 503)
             response.add_header("Retry-After", "1");

@@ -299,8 +299,9 @@ void write_error(HttpResponse &response, const ApiError &error, const std::strin
     error_body::write(error, request_id, response.body);
     if (!error.allow.empty())
         response.add_header("Allow", error.allow);
-    if (error.code == error_code::invalid_token.code ||
-        error.code == error_code::token_expired.code)
+    // A challenge goes with a 401 only (/mcp answers a refused key or token 403: mcp_endpoint).
+    if (error.status == 401 && (error.code == error_code::invalid_token.code ||
+                                error.code == error_code::token_expired.code))
         response.add_header("WWW-Authenticate", bearer_challenge(error.message));
     else if (error.status == 401)
         response.add_header("WWW-Authenticate", "Bearer");

@@ -93,6 +93,19 @@ struct EntryState {
 // for the audit log (sql_api/audit.hpp), which takes it as the session begins.
 extern const char *last_sql_function;
 
+// Interrupts held while it lives. Every ereport below ERROR ends with CHECK_FOR_INTERRUPTS, which
+// raises a pending cancel as an ERROR: outside pg::guard that ERROR longjmps past the C++ frames
+// to the worker's top level, which exits. Where a call's cancel may be pending (its timers still
+// armed, on its way to being aborted), a log line is written under this; the abort then clears
+// the cancel.
+class HeldInterrupts {
+  public:
+    HeldInterrupts() { HOLD_INTERRUPTS(); }
+    ~HeldInterrupts() { RESUME_INTERRUPTS(); }
+    HeldInterrupts(const HeldInterrupts &) = delete;
+    HeldInterrupts &operator=(const HeldInterrupts &) = delete;
+};
+
 // Throws std::bad_alloc when querygate.fault_injection names this point: the tests' way to make
 // code that can run out of memory do so where they choose.
 void fault_point(const char *name);

@@ -155,6 +155,18 @@ void check_grant(const char *policy, const char *query)
     refuse_as_policy_would(policy, query, analysis, in.rules, nullptr);
 }
 
+bool masks_refuse(const char *policy, const char *query)
+{
+    GrantInputs in;
+    read_inputs(policy, query, &in);
+    QueryAnalysis analysis;
+    analyze_as_policy(in, &analysis);
+    PlainDecision decision;
+    memset(&decision, 0, sizeof(decision));
+    decide_plain(&analysis, &in.rules, &decision);
+    return !decision.failed && strncmp(decision.code, "mask_", 5) == 0;
+}
+
 void check_masks_allow(const char *policy, const char *query)
 {
     GrantInputs in;

@@ -14,6 +14,9 @@
 void check_grant(const char *policy, const char *query);
 
 // That the policy's masks, as they now are, leave a query granted to it callable: mask() checks
-// every granted query after adding its rule (unless forced), so a mask never silently turns a
-// granted query into one whose every call is refused. ERROR 42501 naming the query and why.
+// the granted queries they left callable before its rule (unless forced), so a mask never
+// silently turns a granted query into one whose every call is refused. ERROR 42501 naming the
+// query and why.
 void check_masks_allow(const char *policy, const char *query);
+// Whether the policy's masks make every call of the query refused (a mask_ refusal), now.
+bool masks_refuse(const char *policy, const char *query);

@@ -158,26 +158,39 @@ QUERYGATE_SQL_FUNCTION(querygate_mask)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("invalid mask rule \"%s\": %s", pattern, problem)));
     const bool force = !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
+    // As grant_query refuses a query the masks would refuse, a mask that would make a granted
+    // query refused is refused (the rule just written goes with the error), unless forced. Only
+    // the queries the masks left callable before count: one refused already is not this mask's.
+    const MemoryContext here = CurrentMemoryContext;
+    char **callable = nullptr;
+    uint64 ncallable = 0;
+    CatalogSession session;
+    if (!force) {
+        catalog_session_begin(&session);
+        // The analyses run as the policy's role: only someone who may act as it gets that far.
+        catalog_require_policy_actor(&session, policy);
+        const char *policy_arg[1] = {policy};
+        const uint64 n = catalog_exec_texts(
+            "SELECT query FROM querygate.query_grant WHERE policy = $1 ORDER BY query", 1,
+            policy_arg);
+        char **granted = static_cast<char **>(palloc0(sizeof(char *) * (n + 1)));
+        for (uint64 i = 0; i < n; i++)
+            granted[i] = catalog_result_text(i, 1, here);
+        callable = static_cast<char **>(palloc0(sizeof(char *) * (n + 1)));
+        for (uint64 i = 0; i < n; i++)
+            if (!masks_refuse(policy, granted[i]))
+                callable[ncallable++] = granted[i];
+        catalog_session_end(&session);
+    }
     const char *args[3] = {policy, normalised, action_name};
     catalog_change_policy("INSERT INTO querygate.mask_rule (policy, pattern, action) "
                           "VALUES ($1, $2, $3) ON CONFLICT (policy, pattern) "
                           "DO UPDATE SET action = excluded.action",
                           3, args);
-    // As grant_query refuses a query the masks would refuse, a mask that would make a granted
-    // query refused is refused (the rule just written goes with the error), unless forced.
-    if (!force) {
-        const MemoryContext here = CurrentMemoryContext;
-        CatalogSession session;
+    if (ncallable > 0) {
         catalog_session_begin(&session);
-        const char *policy_arg[1] = {policy};
-        const uint64 n = catalog_exec_texts(
-            "SELECT query FROM querygate.query_grant WHERE policy = $1 ORDER BY query", 1,
-            policy_arg);
-        char **queries = static_cast<char **>(palloc0(sizeof(char *) * (n + 1)));
-        for (uint64 i = 0; i < n; i++)
-            queries[i] = catalog_result_text(i, 1, here);
-        for (uint64 i = 0; i < n; i++)
-            check_masks_allow(policy, queries[i]);
+        for (uint64 i = 0; i < ncallable; i++)
+            check_masks_allow(policy, callable[i]);
         catalog_session_end(&session);
     }
     PG_RETURN_VOID();

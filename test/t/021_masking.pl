@@ -152,12 +152,12 @@ my %key;
 $key{$_} = $qg->access(policy => $_, run_as => 'gov_reader', queries => \@names)
   for qw(masked hashed plain derived derived_hashed);
 # derived and derived_hashed: the same rules, and the opt-out.
-$qg->sql(join('', map { my $p = $_; map { "SELECT querygate.mask('$p', $_);\n" }
+$qg->sql(join('', map { my $p = $_; map { "SELECT querygate.mask('$p', $_, force => true);\n" }
 		q{'people.ssn', 'hash'}, q{'people.email', 'mask'}, q{'people.city', 'mask'},
 		q{'people.age', 'mask'}, q{'people.salary', 'null'}, q{'people.note', 'drop'} } qw(masked derived))
 	. q{
-	SELECT querygate.mask('hashed', 'public.people.ssn', 'hash');
-	SELECT querygate.mask('derived_hashed', 'public.people.ssn', 'hash');
+	SELECT querygate.mask('hashed', 'public.people.ssn', 'hash', force => true);
+	SELECT querygate.mask('derived_hashed', 'public.people.ssn', 'hash', force => true);
 	SELECT querygate.set_policy('derived', mask_predicates => 'allow');
 	SELECT querygate.set_policy('derived_hashed', mask_predicates => 'allow');
 });
@@ -259,11 +259,11 @@ is($qg->get('/q/plain', key => $key{masked})->{json}[0]{ssn}, $hashes[0], 'hash:
 
 # --- the strictest rule wins; each change applies to the next call
 my @steps = (
-	[ q{SELECT querygate.mask('masked', 'people.dept', 'hash')}, 'hash', 'dept hashed' ],
-	[ q{SELECT querygate.mask('masked', '*.DEPT', 'mask')}, 'mask', 'hash and mask (a case-insensitive pattern): mask wins' ],
-	[ q{SELECT querygate.mask('masked', 'public.people.dep*', 'null')}, 'null', 'and null: null wins' ],
-	[ q{SELECT querygate.mask('masked', '*.*.d*t', 'drop')}, 'drop', 'and drop: drop wins' ],
-	[ q{SELECT querygate.mask('masked', 'people.dept', 'hash')}, 'drop', 'mask() again with a weaker action: drop still wins' ],
+	[ q{SELECT querygate.mask('masked', 'people.dept', 'hash', force => true)}, 'hash', 'dept hashed' ],
+	[ q{SELECT querygate.mask('masked', '*.DEPT', 'mask', force => true)}, 'mask', 'hash and mask (a case-insensitive pattern): mask wins' ],
+	[ q{SELECT querygate.mask('masked', 'public.people.dep*', 'null', force => true)}, 'null', 'and null: null wins' ],
+	[ q{SELECT querygate.mask('masked', '*.*.d*t', 'drop', force => true)}, 'drop', 'and drop: drop wins' ],
+	[ q{SELECT querygate.mask('masked', 'people.dept', 'hash', force => true)}, 'drop', 'mask() again with a weaker action: drop still wins' ],
 	[ q{SELECT querygate.unmask('masked', '*.*.d*t')}, 'null', 'drop removed: null' ],
 	[ q{SELECT querygate.unmask('masked', 'public.people.dep*')}, 'mask', 'null removed: mask' ],
 	[ q{SELECT querygate.unmask('masked', '*.dept')}, 'hash', 'mask removed (pattern in another case): hash' ],
@@ -286,7 +286,7 @@ $qg->sql(q{SELECT querygate.unmask('derived', 'people.ssn')});
 $res = $qg->get('/q/views', key => $key{derived});
 is($res->{json}[0]{social} // '', '123-45-6789', 'unmask: the next call sees the clear value (through a view)')
   or diag(QuerygateTest::describe($res));
-$qg->sql(q{SELECT querygate.mask('derived', 'people.ssn', 'hash')});
+$qg->sql(q{SELECT querygate.mask('derived', 'people.ssn', 'hash', force => true)});
 $res = $qg->get('/q/views', key => $key{derived});
 is($res->{json}[0]{social} // '', hmac_of(hash_key($qg, policy => 'derived'), '123-45-6789'), 'mask again: the next call is hashed');
 $qg->sql(q{BEGIN; SELECT querygate.unmask('derived', 'people.ssn'); ROLLBACK;});
@@ -334,7 +334,7 @@ $res = $qg->get('/q/opaque_scalar', key => $key{plain});
 $qg->expect_rows($res, [ { s => '123-45-6789' } ], 'opaque_scalar without mask rules');
 
 # A mask rule on an unrelated table still makes the policy refuse what it cannot trace.
-$qg->sql(q{SELECT querygate.mask('plain', 'no_such_table.x', 'hash')});
+$qg->sql(q{SELECT querygate.mask('plain', 'no_such_table.x', 'hash', force => true)});
 $res = $qg->get('/q/opaque_from', key => $key{plain});
 $qg->expect_error($res, 403, 'mask_unresolvable', 'opaque_from once the policy has any mask rule');
 $qg->sql(q{SELECT querygate.unmask('plain', 'no_such_table.x')});
@@ -344,7 +344,7 @@ is($res->{status}, 200, 'opaque_from once that rule is removed') or diag(Queryga
 # --- a rule naming a view's column applies to that column (the view is a source as well)
 {
 	my $vkey = $qg->access(policy => 'viewrule', run_as => 'gov_reader', queries => ['views']);
-	$qg->sql(q{SELECT querygate.mask('viewrule', 'people_v.social', 'hash')});
+	$qg->sql(q{SELECT querygate.mask('viewrule', 'people_v.social', 'hash', force => true)});
 	my $r = $qg->get('/q/views', key => $vkey);
 	is($r->{json}[0]{social} // '', hmac_of(hash_key($qg, policy => 'viewrule'), '123-45-6789'), 'a rule on a view column hashes it');
 	is($r->{json}[0]{contact} // '', 'alice@example.com', 'the view\'s other columns are untouched')
@@ -361,7 +361,7 @@ is($qg->sql(q{SELECT querygate.explain('masked', 'opaque_from')->'refused'->>'co
 # --- the schema changes under a kept plan: the next call is masked by the new lineage
 $res = $qg->get('/q/star', key => $key{masked});
 is($res->{status}, 200, 'SELECT * before the table changes');
-$qg->sql(q{ALTER TABLE people ADD COLUMN pin text DEFAULT '4242'; SELECT querygate.mask('masked', 'people.pin', 'hash');});
+$qg->sql(q{ALTER TABLE people ADD COLUMN pin text DEFAULT '4242'; SELECT querygate.mask('masked', 'people.pin', 'hash', force => true);});
 $res = $qg->get('/q/star', key => $key{masked});
 is_deeply([ map { $_->{pin} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] } ], [ (hmac_of(hash_key($qg, policy => 'masked'), '4242')) x 3 ],
 	'a column added after the plan was made: SELECT * returns it hashed') or diag(QuerygateTest::describe($res));

@@ -76,12 +76,12 @@ $qg->sql(join('', map { 'SELECT querygate.save_query(' . sql_quote($_->[0]) . ',
 	      SELECT querygate.save_query('masked_out_filtered', 'SELECT id, ssn FROM people WHERE ssn = :s ORDER BY id');});
 my @names = ((map { $_->[0] } @cases), 'by_id', 'masked_out_filtered');
 my $pred = $qg->access(policy => 'pred', run_as => 'gov_reader', queries => \@names, setup => q{
-	SELECT querygate.mask('pred', 'people.ssn', 'hash');
-	SELECT querygate.mask('pred', 'people.salary', 'null');});
+	SELECT querygate.mask('pred', 'people.ssn', 'hash', force => true);
+	SELECT querygate.mask('pred', 'people.salary', 'null', force => true);});
 my $clear = $qg->access(policy => 'clear', run_as => 'gov_reader', queries => \@names);
 # A policy masking only a column none of the predicates use.
 my $other = $qg->access(policy => 'other', run_as => 'gov_reader', queries => \@names,
-	setup => q{SELECT querygate.mask('other', 'people.name', 'hash');});
+	setup => q{SELECT querygate.mask('other', 'people.name', 'hash', force => true);});
 
 is($qg->sql(q{SELECT mask_predicates FROM querygate.policies WHERE name = 'pred'}), 'refuse', 'the default is refuse');
 

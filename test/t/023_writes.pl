@@ -80,7 +80,7 @@ refused('/q/close_account?aid=1', $reader, 403, 'read_only', 'DELETE with a read
 
 # --- on, after a reload (polled on fresh connections until every worker has it)
 $qg->set_and_reload('querygate.allow_writes', 'on');
-ok( poll_fresh(sub { fresh_request($qg, 'GET', '/q/deposit?aid=999999&delta=1', key => $writer) },
+ok( poll_fresh(sub { fresh_request($qg, 'POST', '/q/deposit?aid=999999&delta=1', key => $writer) },
 		sub { $_[0]{status} == 200 }),
 	'allow_writes on reached the workers (a deposit to no account answers 200)');
 my $res = $qg->post('/q/deposit?aid=999999&delta=1', undef, key => $writer);
@@ -162,7 +162,7 @@ is(accounts(), '10', 'nothing inserted');
 # --- RETURNING rows come back masked
 $res = $qg->post('/q/deposit_returning?aid=5&delta=25', undef, key => $full);
 $qg->expect_rows($res, [ { aid => 5, abalance => 25 } ], 'UPDATE ... RETURNING without masks');
-$qg->sql(q{SELECT querygate.mask('full', '*.abalance', 'hash')});
+$qg->sql(q{SELECT querygate.mask('full', '*.abalance', 'hash', force => true)});
 my $secret = hash_key($qg, policy => 'full'); # the key of full's answers
 # A masked value comes back only unchanged: abalance + :delta is computed from it (and an
 # overflow would answer differently for some balances), so the write is refused and makes nothing.
@@ -178,7 +178,7 @@ is(balance(5), '50', 'the masked write was made');
 $res = $qg->post('/q/deposit_in_cte?aid=5&delta=1', undef, key => $full);
 $qg->expect_rows($res, [ { aid => 5, abalance => hmac_of($secret, '51') } ], 'an UPDATE CTE\'s RETURNING, selected: hashed');
 is(balance(5), '51', 'the write in the CTE was made');
-$qg->sql(q{SELECT querygate.mask('full', 'pgbench_accounts.abalance', 'drop')});
+$qg->sql(q{SELECT querygate.mask('full', 'pgbench_accounts.abalance', 'drop', force => true)});
 $res = $qg->post('/q/deposit_returning?aid=5&delta=1', undef, key => $full);
 $qg->expect_rows($res, [ { aid => 5 } ], 'RETURNING with abalance dropped');
 is(balance(5), '52', 'the write with a dropped RETURNING column was made');
@@ -207,7 +207,7 @@ $qg->sql(q{
 	CREATE TABLE staff (id int PRIMARY KEY, salary int, salary_cap int, CONSTRAINT staff_cap CHECK (salary <= salary_cap));
 	INSERT INTO staff VALUES (1, 5000, 9000);
 	GRANT SELECT, UPDATE ON staff TO gov_writer;
-	SELECT querygate.mask('writer', 'staff.salary', 'hash');
+	SELECT querygate.mask('writer', 'staff.salary', 'hash', force => true);
 	SELECT querygate.save_query('set_cap', 'UPDATE staff SET salary_cap = :cap WHERE id = :id');
 });
 like(sql_error($qg, q{SELECT querygate.grant_query('writer', 'set_cap')}),
@@ -225,7 +225,7 @@ $qg->sql(q{SELECT querygate.unmask('writer', 'staff.salary')});
 
 # --- off again: read_only on the next calls
 $qg->set_and_reload('querygate.allow_writes', 'off');
-ok( poll_fresh(sub { fresh_request($qg, 'GET', '/q/deposit?aid=999999&delta=1', key => $writer) },
+ok( poll_fresh(sub { fresh_request($qg, 'POST', '/q/deposit?aid=999999&delta=1', key => $writer) },
 		sub { $_[0]{status} == 403 && ($_[0]{json}{code} // '') eq 'read_only' }),
 	'allow_writes off reached the workers');
 refused('/q/deposit?aid=3&delta=5', $writer, 403, 'read_only', 'deposit once writes are off again');

@@ -90,6 +90,8 @@ sub refused
 	my $res = call($token, $path);
 	my $code = $o{code} // 'invalid_token';
 	$qg->expect_error($res, 401, $code, $name);
+	return is($res->{headers}{'www-authenticate'}, 'Bearer', "$name: a key's plain challenge")
+	  if $code eq 'unauthorized';
 	my $why = ref $res->{json} eq 'HASH' ? $res->{json}{error} // '' : '';
 	like($why, $o{why} // qr/^(the|an|no) /, "$name: says why");
 	is($res->{headers}{'www-authenticate'}, qq{Bearer error="invalid_token", error_description="$why"},
@@ -217,8 +219,9 @@ my @bad = (
 	[ 'two policy claims, the second another policy', jwt_hs256(with_repeated('"policy":"jwt_other"'), $secret) ],
 	[ 'two exp claims, the second expired', jwt_hs256(with_repeated('"exp":' . ($now - 3600)), $secret) ],
 	[ 'two exp claims, the second later', jwt_hs256(with_repeated('"exp":' . ($now + 99999)), $secret) ],
-	[ 'two parts', "$h.$p" ],
-	[ 'four parts', "$h.$p.$s.$s" ],
+	# Not three dot-separated parts: not a JWT, so judged as a key (the key's plain 401).
+	[ 'two parts', "$h.$p", undef, 'unauthorized' ],
+	[ 'four parts', "$h.$p.$s.$s", undef, 'unauthorized' ],
 	[ 'not base64url', "$h.$p.\$\$\$" ],
 );
 refused($_->[1], $_->[0], undef, why => $_->[2], code => $_->[3]) for @bad;

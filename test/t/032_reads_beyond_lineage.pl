@@ -45,11 +45,11 @@ my $listed = $qg->access(policy => 'listed', run_as => 'rb_reader', queries => [
 	setup => q{SELECT querygate.allow_tables('listed', ARRAY['rb_public']::regclass[]);});
 my $listed_masked = $qg->access(policy => 'listed_masked', run_as => 'rb_reader', queries => [ @reads, 'plain' ],
 	setup => q{SELECT querygate.allow_tables('listed_masked', ARRAY['rb_public']::regclass[]);
-	            SELECT querygate.mask('listed_masked', 'rb_public.id', 'hash');});
+	            SELECT querygate.mask('listed_masked', 'rb_public.id', 'hash', force => true);});
 my $open = $qg->access(policy => 'open', run_as => 'rb_reader', queries => [ @reads, 'histogram', 'mcv' ]);
 my $masked = $qg->access(policy => 'masked', run_as => 'rb_reader', queries => [ 'histogram', 'mcv', 'plain' ],
-	setup => q{SELECT querygate.mask('masked', 'rb_accounts.balance', 'hash');
-	            SELECT querygate.mask('masked', 'rb_accounts.tier', 'hash');});
+	setup => q{SELECT querygate.mask('masked', 'rb_accounts.balance', 'hash', force => true);
+	            SELECT querygate.mask('masked', 'rb_accounts.tier', 'hash', force => true);});
 
 # --- the allow-list
 $qg->expect_rows($qg->get('/q/plain', key => $listed), [ { label => 'one' } ], 'the allow-list admits its table');

@@ -3,8 +3,10 @@
 # that of /q/{name} (a masked column is masked, an ungranted query is neither listed nor callable,
 # a write is not listed and refused while writes are off, listed as not read-only once they are
 # on); the transport's rules (Origin, MCP-Protocol-Version, one message a request, notifications
-# 202, GET 405); and the official conformance suite's scenarios that apply to a tools-only server
-# pass, with the rest listed and explained in test/clients/mcp-conformance-baseline.yml.
+# 202, GET 405); a refused key or token is 403, so that the MCP Inspector's CLI lists and calls
+# with a key and, with a bad one, says so without looking for OAuth; and the official conformance
+# suite's scenarios that apply to a tools-only server pass, with the rest listed and explained in
+# test/clients/mcp-conformance-baseline.yml.
 use strict;
 use warnings;
 use FindBin;
@@ -57,7 +59,8 @@ is_deeply([ map { $_->{name} } @{ $r->{tools} } ], ['mcp_person'],
 my ($tool) = @{ $r->{tools} };
 is($tool->{description}, 'one person by id', 'described as saved');
 is_deeply($tool->{inputSchema}{properties}{id},
-	{ type => 'integer', format => 'int32', minimum => 1, description => 'the person' }, 'its parameter with type and rules');
+	{ type => 'integer', format => 'int32', minimum => 1, description => 'the person', examples => [1] },
+	'its parameter with type and rules, and an example');
 is_deeply($tool->{inputSchema}{required}, ['id'], 'required');
 is($tool->{outputSchema}{properties}{rows}{items}{properties}{ssn}{pattern}, '^[0-9a-f]{64}$',
 	'its output schema: the hashed column is 64 hex digits');
@@ -147,11 +150,54 @@ $qg->expect_error($qg->post('/mcp', { jsonrpc => '2.0', id => 7, method => 'ping
 $qg->expect_error($qg->get('/mcp'), 405, 'method_not_allowed', 'GET: no stream of the server\'s own');
 $qg->expect_error($qg->post('/mcp', { jsonrpc => '2.0', id => 8, method => 'tools/call',
 	params => { name => 'mcp_person', arguments => { id => 1 } } }), 401, 'unauthorized', 'tools/call without a key');
-$qg->expect_error($qg->post('/mcp', { jsonrpc => '2.0', id => 9, method => 'tools/list' }, key => 'qg_not_a_key'),
-	401, 'unauthorized', 'tools/list with a key that is not one');
+# A key or token that is refused: 403, so that no MCP client is sent into OAuth discovery (which
+# the SDK starts on any 401), with no challenge that would invite it.
+$res = $qg->post('/mcp', { jsonrpc => '2.0', id => 9, method => 'tools/list' }, key => 'qg_not_a_key');
+$qg->expect_error($res, 403, 'unauthorized', 'tools/list with a key that is not one');
+ok(!defined $res->{headers}{'www-authenticate'}, 'with no WWW-Authenticate');
+$qg->expect_error($qg->post('/mcp', { jsonrpc => '2.0', id => 9, method => 'tools/call',
+	params => { name => 'mcp_person', arguments => { id => 1 } } }, key => 'qg_not_a_key'), 403, 'unauthorized',
+	'tools/call with a key that is not one');
+$qg->expect_error($qg->post('/mcp', { jsonrpc => '2.0', id => 9, method => 'tools/list' }, bearer => 'a.b.c'),
+	403, 'invalid_token', 'tools/list with a bearer token that is not one');
 $res = $qg->post('/mcp', { jsonrpc => '2.0', id => 10, method => 'tools/call', params => { arguments => {} } },
 	key => $key);
 is($res->{json}{error}{code}, -32602, 'tools/call without a name: invalid params');
+
+# --- the MCP Inspector's CLI (2.12.0), with no terminal: lists and calls with a key; with a key
+# that is not one, it says so and exits, asking for nothing and looking for no OAuth server.
+sub inspector
+{
+	my ($secret, @args) = @_;
+	my ($out, $err) = ('', '');
+	local $ENV{PATH} = "$clients/node_modules/node/bin:$ENV{PATH}"; # Node 22 for what it starts
+	my $ran = eval {
+		IPC::Run::run([ $node, "$clients/node_modules/.bin/mcp-inspector", '--cli', $url, '--transport', 'http',
+				'--header', "X-API-Key: $secret", @args ],
+			'<', \'', '>', \$out, '2>', \$err, IPC::Run::timeout(QuerygateTest::timeouts(60)));
+		1;
+	};
+	return ('timed out', $out, $err . ($@ // '')) unless $ran;
+	return ($? >> 8, $out, $err);
+}
+$qg->set_and_reload('querygate.log_requests', 'all');
+my $log_from = -s $qg->node->logfile;
+my ($rc, $listed, $why) = inspector($key, '--method', 'tools/list');
+is($rc, 0, 'the Inspector CLI lists the tools with a key') or diag($why);
+is_deeply([ map { $_->{name} } @{ (eval { decode_json($listed) } // {})->{tools} // [] } ], ['mcp_person'],
+	'the tools the key may call');
+my $called;
+($rc, $called, $why) = inspector($key, '--method', 'tools/call', '--tool-name', 'mcp_person', '--tool-arg', 'id=2');
+is($rc, 0, 'and calls one') or diag($why);
+is((eval { decode_json($called) } // {})->{structuredContent}{rows}[0]{id}, 2, 'with its answer');
+my ($bad_out, $bad_err);
+($rc, $bad_out, $bad_err) = inspector('qg_not_a_key', '--method', 'tools/list');
+is($rc, 3, 'with a key that is not one, the Inspector CLI fails at once (3: auth_required)');
+like("$bad_out$bad_err", qr/a valid API key is required/, 'saying what the server said');
+unlike("$bad_out$bad_err", qr/OAuth|TTY/i, 'not asking for OAuth or a terminal');
+my $seen = slurp_file($qg->node->logfile, $log_from);
+unlike($seen, qr{path=\S*(\.well-known|/register|/authorize)}, 'nor looking for an OAuth server');
+$qg->set_and_reload('querygate.log_requests', 'off');
 
 # --- the official conformance suite
 my ($out, $err) = ('', '');

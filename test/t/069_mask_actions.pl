@@ -29,15 +29,15 @@ $qg->sql(q{
 $qg->role('ma_reader', select => ['ma_contacts']);
 my $key = $qg->access(policy => 'ma', run_as => 'ma_reader', queries => ['contacts'],
 	setup => q{
-		SELECT querygate.mask('ma', 'ma_contacts.email', 'mask_email');
-		SELECT querygate.mask('ma', 'ma_contacts.dsn', 'mask');
-		SELECT querygate.mask('ma', 'ma_contacts.card', 'partial(2,4)');
-		SELECT querygate.mask('ma', 'ma_contacts.code', 'partial(1,2)');
-		SELECT querygate.mask('ma', 'ma_contacts.tag', 'partial(2,2)');
-		SELECT querygate.mask('ma', 'ma_contacts.pin', 'partial(1,1)');
+		SELECT querygate.mask('ma', 'ma_contacts.email', 'mask_email', force => true);
+		SELECT querygate.mask('ma', 'ma_contacts.dsn', 'mask', force => true);
+		SELECT querygate.mask('ma', 'ma_contacts.card', 'partial(2,4)', force => true);
+		SELECT querygate.mask('ma', 'ma_contacts.code', 'partial(1,2)', force => true);
+		SELECT querygate.mask('ma', 'ma_contacts.tag', 'partial(2,2)', force => true);
+		SELECT querygate.mask('ma', 'ma_contacts.pin', 'partial(1,1)', force => true);
 		-- Two rules on one column: the stricter (mask) wins over partial.
-		SELECT querygate.mask('ma', 'ma_contacts.nick', 'partial(3,3)');
-		SELECT querygate.mask('ma', '*.nick', 'mask');
+		SELECT querygate.mask('ma', 'ma_contacts.nick', 'partial(3,3)', force => true);
+		SELECT querygate.mask('ma', '*.nick', 'mask', force => true);
 	});
 
 my $want = [
@@ -97,7 +97,7 @@ $qg->sql(q{
 $qg->access(policy => 'ma', queries => [qw(home_zip home)], key => undef);
 $qg->expect_rows($qg->get('/q/home_zip', key => $key), [ { id => 1, zip => '90210' } ],
 	'a field of a composite before its column is masked');
-$qg->sql(q{SELECT querygate.mask('ma', 'ma_homes.addr', 'mask')});
+$qg->sql(q{SELECT querygate.mask('ma', 'ma_homes.addr', 'mask', force => true)});
 $qg->expect_error($qg->get('/q/home_zip', key => $key), 403, 'mask_expression',
 	'a field of a masked composite column', names => qr/a field of a composite value/);
 $qg->expect_rows($qg->get('/q/home', key => $key), [ { id => 1, addr => undef } ],

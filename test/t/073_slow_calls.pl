@@ -22,9 +22,11 @@ $qg->sql(q{
 	SELECT querygate.save_query('sc_lookup', 'SELECT v FROM sc_t WHERE id = :id');
 	SELECT querygate.save_query('sc_slow',
 		'SELECT pg_sleep(:s::float8) IS NULL AS slept, pg_backend_pid() AS pid');
+	-- Work that checks for no interrupt (n characters of padding, counted), then an error.
+	SELECT querygate.save_query('sc_fails_late', 'SELECT length(lpad('''', :n::int, ''x'')) / :z::int AS r');
 });
 $qg->role('sc_role', select => ['sc_t']);
-my @granted = (run_as => 'sc_role', queries => [qw(sc_lookup sc_slow)]);
+my @granted = (run_as => 'sc_role', queries => [qw(sc_lookup sc_slow sc_fails_late)]);
 my $a = $qg->access(policy => 'sc_busy', @granted);
 my $a2 = $qg->access(policy => 'sc_busy');
 my $b = $qg->access(policy => 'sc_other', @granted);
@@ -144,6 +146,20 @@ for my $sock (@exports)
 # --- its own time limit, shorter than the threshold's handing on, is kept
 $qg->expect_error($qg->get('/q/sc_slow?s=30&timeout=0.3', key => $a), 504, 'query_timeout',
 	'a caller\'s time limit holds in a helper');
+
+# --- a read that spends its budget where nothing checks for the cancel, then fails on its own: its
+# failure is answered, and the cancel left pending is cleared, not raised in the worker's own code
+# (where it would end the worker and drop every connection it holds)
+my $worker = $qg->sql('SELECT pid FROM querygate.stat_workers');
+my $log_from = -s $qg->node->logfile;
+for my $i (1 .. 3)
+{
+	$qg->expect_error($qg->get('/q/sc_fails_late?n=50000000&z=0', key => $b), 500, 'query_failed',
+		"a read that spent its budget and then failed ($i)");
+}
+is($qg->sql('SELECT pid FROM querygate.stat_workers'), $worker, 'the worker lives on');
+unlike(slurp_file($qg->node->logfile, $log_from), qr/exited with exit code|canceling statement/,
+	'and no cancel escaped');
 
 # --- querygate.slow_call_threshold = 0: every read runs in the worker
 $qg->set_and_reload('querygate.slow_call_threshold', '0');
