@@ -135,13 +135,14 @@ Owned operation(const Query &q, bool post)
         }
     } else {
         Owned body = object();
-        set(body, "required", boolean(!q.params.empty()));
+        // An empty body is a call whose parameters are in the query string (or that has none).
+        set(body, "required", boolean(false));
         Owned content = object();
         Owned media = object();
         Owned schema = object();
         set(schema, "type", str("object"));
         Owned props = object();
-        // A JSON body may send null for any parameter: SQL NULL.
+        // null is SQL NULL where the parameter's rules allow it (param_rules::accepts_null).
         Owned pschema = params_schema(q);
         set(props, "params", std::move(pschema));
         for (const char *option : {"page", "page_size", "format", "timeout", "stream"})
@@ -303,6 +304,9 @@ std::string document(const api_description::Api &api)
 {
     Owned doc = object();
     set(doc, "openapi", str("3.1.0"));
+    // Said, not left to the reader: a validator that assumes an older draft (Prism reads draft 7
+    // without it) would skip 2020-12's keywords.
+    set(doc, "jsonSchemaDialect", str("https://json-schema.org/draft/2020-12/schema"));
     Owned info = object();
     set(info, "title", str("querygate"));
     set(info, "version", str(QUERYGATE_VERSION_TEXT));
