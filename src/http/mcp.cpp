@@ -74,6 +74,45 @@ Owned input_schema(const Query &q)
     return s;
 }
 
+// The schema with every list of types ("type": ["integer", "null"]) said as "anyOf" of one type
+// each, in place: both mean the same in JSON Schema, but validators in strict mode (Ajv's
+// strictTypes, which MCP clients use) warn on a list of types, and some clients reject it.
+void portable_types(json_t *schema)
+{
+    if (json_is_array(schema)) {
+        std::size_t i;
+        json_t *item;
+        json_array_foreach(schema, i, item)
+        {
+            portable_types(item);
+        }
+        return;
+    }
+    if (!json_is_object(schema))
+        return;
+    const char *key;
+    json_t *value;
+    json_object_foreach(schema, key, value)
+    {
+        portable_types(value);
+    }
+    json_t *types = json_object_get(schema, "type");
+    if (!json_is_array(types))
+        return;
+    Owned any = array();
+    std::size_t i;
+    json_t *type;
+    json_array_foreach(types, i, type)
+    {
+        Owned one = object();
+        set(one, "type", Owned(json_incref(type)));
+        append(any, std::move(one));
+    }
+    if (json_object_set_new(schema, "anyOf", any.take()) != 0)
+        throw std::bad_alloc();
+    json_object_del(schema, "type");
+}
+
 // A tool's answer schema: the rows and whether more follow, or a write's own object.
 Owned output_schema(const Query &q)
 {
@@ -106,8 +145,12 @@ Owned tool(const Query &q)
     set(t, "name", str(q.name));
     set(t, "description",
         str(q.description.empty() ? "Runs the saved query " + q.name + "." : q.description));
-    set(t, "inputSchema", input_schema(q));
-    set(t, "outputSchema", output_schema(q));
+    Owned in = input_schema(q);
+    portable_types(in.v);
+    set(t, "inputSchema", std::move(in));
+    Owned out = output_schema(q);
+    portable_types(out.v);
+    set(t, "outputSchema", std::move(out));
     Owned hints = object();
     set(hints, "readOnlyHint", boolean(!q.writes));
     set(hints, "destructiveHint", boolean(q.writes));
