@@ -173,10 +173,12 @@ QUERYGATE_SQL_FUNCTION(querygate_mask)
         const uint64 n = catalog_exec_texts(
             "SELECT query FROM querygate.query_grant WHERE policy = $1 ORDER BY query", 1,
             policy_arg);
-        char **granted = static_cast<char **>(palloc0(sizeof(char *) * (n + 1)));
+        // In the caller's context: the session's is gone once it ends.
+        char **granted =
+            static_cast<char **>(MemoryContextAllocZero(here, sizeof(char *) * (n + 1)));
         for (uint64 i = 0; i < n; i++)
             granted[i] = catalog_result_text(i, 1, here);
-        callable = static_cast<char **>(palloc0(sizeof(char *) * (n + 1)));
+        callable = static_cast<char **>(MemoryContextAllocZero(here, sizeof(char *) * (n + 1)));
         for (uint64 i = 0; i < n; i++)
             if (!masks_refuse(policy, granted[i]))
                 callable[ncallable++] = granted[i];
