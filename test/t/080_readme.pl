@@ -1,0 +1,128 @@
+# The README as a tested tutorial: on a fresh server loaded as `make run` loads its demo (pgbench's
+# tables at scale 1 and scripts/demo.sql), every fenced block of README.md that says it runs is
+# run in the README's order, and what the text shows is what it gives:
+# - ```sql: run with psql, stopping at the first error; a ```json block right after it is the
+#   result of its last statement, compared as JSON;
+# - ```console: each "$ " line (with "\" continuations) run by bash with KEY set to the demo's key
+#   and the README's http://127.0.0.1:8080 made this server's; the lines after it, up to the next
+#   "$ ", are its output, compared exactly;
+# - any other block, or one whose info string has a second word ("```sql example"), is shown, not
+#   run; a block with no info string at all fails: every block says what it is.
+use strict;
+use warnings;
+use FindBin;
+use IPC::Run;
+use JSON::PP;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use QuerygateTest;
+
+my $root = "$FindBin::Bin/../..";
+my $qg = QuerygateTest->start(name => 'readme');
+my $node = $qg->node;
+$node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', '-h', $node->host, '-p', $node->port, 'postgres' ],
+	'pgbench tables at scale 1, as make run loads them');
+
+sub psql_file
+{
+	my ($sql) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'psql', '-h', $node->host, '-p', $node->port, '-d', 'postgres', '-qAtX', '-v', 'ON_ERROR_STOP=1' ],
+		'<', \$sql, '>', \$out, '2>', \$err);
+	return ($? >> 8, $out, $err);
+}
+
+my ($rc, $out, $err) = psql_file(slurp_file("$root/scripts/demo.sql"));
+is($rc, 0, 'the demo\'s catalog (scripts/demo.sql)') or diag($err);
+my ($key) = (split /\n/, $out)[-1];
+like($key // '', qr/^qg_[A-Za-z0-9_-]{43}$/, 'its key');
+my $base = 'http://127.0.0.1:' . $qg->port;
+my $cwd = PostgreSQL::Test::Utils::tempdir(); # where the commands write their files
+
+# The README's fenced blocks, in order: [line, info, text].
+my @blocks;
+{
+	my @lines = split /\n/, slurp_file("$root/README.md"), -1;
+	my ($in, $start, $info, @body);
+	for my $i (0 .. $#lines)
+	{
+		if ($lines[$i] =~ /^```(.*)$/)
+		{
+			if ($in)
+			{
+				push @blocks, [ $start + 1, $info, join("\n", @body) ];
+				($in, @body) = (0);
+			}
+			else
+			{
+				($in, $start, $info) = (1, $i, $1);
+			}
+			next;
+		}
+		push @body, $lines[$i] if $in;
+	}
+}
+cmp_ok(scalar @blocks, '>', 20, 'the README\'s blocks are read');
+
+my $sql_ran = 0;
+my $commands = 0;
+for my $n (0 .. $#blocks)
+{
+	my ($line, $info, $text) = @{ $blocks[$n] };
+	if ($info eq '')
+	{
+		fail("README.md line $line: a block without an info string (say what it is: sql, console, sh, text...)");
+		next;
+	}
+	my ($lang, $mark) = split ' ', $info;
+	next if defined $mark; # shown, not run
+	if ($lang eq 'sql')
+	{
+		my ($rc, $out, $err) = psql_file($text);
+		$sql_ran++;
+		is($rc, 0, "README.md line $line: its SQL runs") or diag("$err\n$text");
+		my $next = $blocks[ $n + 1 ];
+		if ($next && $next->[1] eq 'json')
+		{
+			my @results = grep { length } split /\n/, $out;
+			my $got = eval { decode_json($results[-1] // '') };
+			my $want = eval { decode_json($next->[2]) };
+			ok(defined $want, "README.md line $next->[0]: the JSON shown is JSON") or diag($@);
+			is_deeply($got, $want, "README.md line $next->[0]: what the SQL above it answers")
+			  or diag("it answers: " . ($results[-1] // '(nothing)'));
+		}
+	}
+	elsif ($lang eq 'console')
+	{
+		my @lines = split /\n/, $text;
+		my $i = 0;
+		while ($i < @lines)
+		{
+			if ($lines[$i] !~ /^\$ /)
+			{
+				fail("README.md line " . ($line + 1 + $i) . ": a console block's lines start with \"\$ \" or follow one");
+				$i++;
+				next;
+			}
+			my $at = $line + 1 + $i;
+			(my $command = $lines[$i++]) =~ s/^\$ //;
+			while ($command =~ /\\$/ && $i < @lines)
+			{
+				$command =~ s/\\$//;
+				$command .= "\n" . $lines[$i++];
+			}
+			my @want;
+			push @want, $lines[$i++] while $i < @lines && $lines[$i] !~ /^\$ /;
+			(my $run = $command) =~ s{http://127\.0\.0\.1:8080}{$base}g;
+			my ($got, $err) = ('', '');
+			IPC::Run::run([ 'bash', '-c', $run ], '>', \$got, '2>', \$err, init => sub { chdir $cwd or die "chdir: $!"; $ENV{KEY} = $key });
+			$commands++;
+			is($? >> 8, 0, "README.md line $at: $command") or diag($err);
+			is($got, join('', map { "$_\n" } @want), "README.md line $at: prints what the README shows");
+		}
+	}
+}
+cmp_ok($sql_ran, '>=', 8, "$sql_ran SQL blocks ran");
+cmp_ok($commands, '>=', 1, "$commands commands ran");
+
+done_testing();
