@@ -3,9 +3,11 @@
 # run in the README's order, and what the text shows is what it gives:
 # - ```sql: run with psql, stopping at the first error; a ```json block right after it is the
 #   result of its last statement, compared as JSON;
-# - ```console: each "$ " line (with "\" continuations) run by bash with KEY set to the demo's key
-#   and the README's http://127.0.0.1:8080 made this server's; the lines after it, up to the next
-#   "$ ", are its output, compared exactly;
+# - ```console: each "$ " line (with "\" continuations) run by one bash for the block (so a
+#   variable set by one command is there for the next), with KEY set to the demo's key and the
+#   README's http://127.0.0.1:8080 made this server's; the lines after it, up to the next "$ ",
+#   are its output, compared exactly (CSV's CRLF read as LF, and an answer's last line ended as a
+#   terminal shows it);
 # - any other block, or one whose info string has a second word ("```sql example"), is shown, not
 #   run; a block with no info string at all fails: every block says what it is.
 use strict;
@@ -43,10 +45,11 @@ my $cwd = PostgreSQL::Test::Utils::tempdir(); # where the commands write their f
 my @blocks;
 {
 	my @lines = split /\n/, slurp_file("$root/README.md"), -1;
-	my ($in, $start, $info, @body);
+	# A fence may be indented, in a list item; its lines lose that indentation.
+	my ($in, $start, $info, $indent, @body);
 	for my $i (0 .. $#lines)
 	{
-		if ($lines[$i] =~ /^```(.*)$/)
+		if ($lines[$i] =~ /^( *)```(.*)$/ && (!$in || $1 eq $indent))
 		{
 			if ($in)
 			{
@@ -55,11 +58,12 @@ my @blocks;
 			}
 			else
 			{
-				($in, $start, $info) = (1, $i, $1);
+				($in, $start, $indent, $info) = (1, $i, $1, $2);
 			}
 			next;
 		}
-		push @body, $lines[$i] if $in;
+		push @body, substr($lines[$i], 0, length $indent) eq $indent ? substr($lines[$i], length $indent) : $lines[$i]
+		  if $in;
 	}
 }
 cmp_ok(scalar @blocks, '>', 20, 'the README\'s blocks are read');
@@ -94,6 +98,8 @@ for my $n (0 .. $#blocks)
 	}
 	elsif ($lang eq 'console')
 	{
+		# [line, command, expected output]
+		my @steps;
 		my @lines = split /\n/, $text;
 		my $i = 0;
 		while ($i < @lines)
@@ -108,17 +114,28 @@ for my $n (0 .. $#blocks)
 			(my $command = $lines[$i++]) =~ s/^\$ //;
 			while ($command =~ /\\$/ && $i < @lines)
 			{
-				$command =~ s/\\$//;
 				$command .= "\n" . $lines[$i++];
 			}
 			my @want;
 			push @want, $lines[$i++] while $i < @lines && $lines[$i] !~ /^\$ /;
-			(my $run = $command) =~ s{http://127\.0\.0\.1:8080}{$base}g;
-			my ($got, $err) = ('', '');
-			IPC::Run::run([ 'bash', '-c', $run ], '>', \$got, '2>', \$err, init => sub { chdir $cwd or die "chdir: $!"; $ENV{KEY} = $key });
+			push @steps, [ $at, $command, join('', map { "$_\n" } @want) ];
+		}
+		# One shell for the block: each command, then a mark with its exit status.
+		my $script = join('', map { "$steps[$_][1]\necho \"<<<step $_ \$?>>>\"\n" } 0 .. $#steps);
+		$script =~ s{http://127\.0\.0\.1:8080}{$base}g;
+		my ($got, $err) = ('', '');
+		IPC::Run::run([ 'bash', '-c', $script ], '>', \$got, '2>', \$err,
+			init => sub { chdir $cwd or die "chdir: $!"; $ENV{KEY} = $key });
+		$got =~ s/\r\n/\n/g;
+		for my $s (0 .. $#steps)
+		{
+			my ($at, $command, $want) = @{ $steps[$s] };
+			my ($out, $status) = $got =~ /\A(.*?)<<<step $s (\d+)>>>\n/s ? ($1, $2) : ('', 'none');
+			$got =~ s/\A.*?<<<step $s \d+>>>\n//s;
+			$out .= "\n" if length $out && $out !~ /\n\z/; # an answer without a final newline
 			$commands++;
-			is($? >> 8, 0, "README.md line $at: $command") or diag($err);
-			is($got, join('', map { "$_\n" } @want), "README.md line $at: prints what the README shows");
+			is($status, 0, "README.md line $at: $command") or diag($err);
+			is($out, $want, "README.md line $at: prints what the README shows");
 		}
 	}
 }
