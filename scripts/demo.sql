@@ -3,7 +3,7 @@
 -- printed. The README's examples start from here, and its doc test (test/t/080_readme.pl) loads
 -- this file before it runs them.
 SET client_min_messages = warning;
-CREATE EXTENSION querygate;
+CREATE EXTENSION IF NOT EXISTS querygate;
 -- The policy's role holds exactly the privileges its queries need.
 CREATE ROLE demo_reader NOLOGIN;
 GRANT SELECT ON pgbench_accounts, pgbench_branches TO demo_reader;

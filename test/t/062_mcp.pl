@@ -70,8 +70,8 @@ ok($tool->{annotations}{readOnlyHint}, 'annotated read-only');
 sub type_lists
 {
 	my ($s) = @_;
-	return 0 unless ref $s;
 	return List::Util::sum(0, map { type_lists($_) } @$s) if ref $s eq 'ARRAY';
+	return 0 unless ref $s eq 'HASH'; # a string, a number, a JSON boolean
 	return (ref $s->{type} eq 'ARRAY' ? 1 : 0) + List::Util::sum(0, map { type_lists($_) } values %$s);
 }
 is(type_lists($tool->{outputSchema}) + type_lists($tool->{inputSchema}), 0, 'no list of types in its schemas');
