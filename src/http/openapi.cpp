@@ -106,8 +106,9 @@ Owned error_responses(Owned responses)
     statuses.erase(std::unique(statuses.begin(), statuses.end()), statuses.end());
     for (int status : statuses)
         set(responses, std::to_string(status),
-            reference(status == 429 ? "#/components/responses/Refused"
-                                    : "#/components/responses/Error"));
+            reference(status == 429   ? "#/components/responses/Refused"
+                      : status == 503 ? "#/components/responses/Unavailable"
+                                      : "#/components/responses/Error"));
     return responses;
 }
 
@@ -248,8 +249,20 @@ Owned components(const api_description::Api &api)
     set(refused_headers, "RateLimit", reference("#/components/headers/RateLimit"));
     set(refused_headers, "RateLimit-Policy", reference("#/components/headers/RateLimit-Policy"));
     set(refused, "headers", std::move(refused_headers));
+    // The server cannot serve it now: stopping, overloaded, no room (a Retry-After when trying
+    // again soon helps; none when it will not, as on a standby for a write).
+    Owned unavailable = object();
+    set(unavailable, "description",
+        str("the server cannot serve the call now (stopping, overloaded, no room for it); "
+            "Retry-After, when sent, says when to try again"));
+    set(unavailable, "content", error_content());
+    Owned unavailable_headers = object();
+    set(unavailable_headers, "Retry-After",
+        header("integer", "seconds after which the call may be tried again"));
+    set(unavailable, "headers", std::move(unavailable_headers));
     set(responses, "Error", std::move(err));
     set(responses, "Refused", std::move(refused));
+    set(responses, "Unavailable", std::move(unavailable));
     set(c, "responses", std::move(responses));
 
     // The IETF draft's fields (draft-ietf-httpapi-ratelimit-headers), Structured Fields (RFC 9651)

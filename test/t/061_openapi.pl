@@ -109,6 +109,9 @@ is_deeply($doc->{components}{schemas}{'oa_people.row'}{required}, [qw(id name ss
 is($doc->{components}{schemas}{'oa_people.row'}{additionalProperties}, JSON::PP::false, 'and nothing else');
 ok($doc->{components}{securitySchemes}{apiKey} && $doc->{components}{securitySchemes}{bearer}, 'both security schemes');
 ok($doc->{paths}{'/q/oa_people'}{get}{responses}{403}, 'and the error answers');
+is($doc->{paths}{'/q/oa_people'}{get}{responses}{503}{'$ref'}, '#/components/responses/Unavailable',
+	'a 503 as the answer of a server that cannot serve now');
+ok($doc->{components}{responses}{Unavailable}{headers}{'Retry-After'}, 'which declares Retry-After');
 my $live = $qg->get('/q/oa_people?id=1', key => $key)->{json}[0];
 is_deeply([ sort keys %$live ], [ sort keys %$row ], 'the columns are what a call answers');
 
