@@ -27,7 +27,7 @@ CREATE FUNCTION pg_temp.rules() RETURNS text LANGUAGE sql AS $$
       FROM querygate.mask_rule WHERE policy = 'p'
 $$;
 
-SELECT plan(10);
+SELECT plan(11);
 
 SELECT throws_ok($$SELECT querygate.mask('p', 'mg_people.ssn', 'hash')$$, '42501', NULL,
                  'a mask on a column a granted query filters on: 42501');
@@ -46,6 +46,16 @@ SELECT lives_ok($$SELECT querygate.revoke_query('p', 'shout')$$, 'once the query
 SELECT lives_ok($$SELECT querygate.mask('p', 'mg_people.email', 'mask')$$, 'a mask on email is taken');
 SELECT throws_ok($$SELECT querygate.grant_query('p', 'shout')$$, '42501', NULL,
                  'and grant_query refuses the query it would break');
+CREATE TABLE mg_gone (id int);
+GRANT SELECT ON mg_gone TO mg_reader;
+DO $$
+BEGIN
+    PERFORM querygate.save_query('gone', 'SELECT id FROM mg_gone');
+    PERFORM querygate.grant_query('p', 'gone');
+END $$;
+DROP TABLE mg_gone;
+SELECT lives_ok($$SELECT querygate.mask('p', 'mg_people.unused', 'null')$$,
+                'a granted query that cannot be analyzed now (its table dropped) is no mask''s to check');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -3,9 +3,11 @@
 
 #include "pg/pg_headers.hpp"
 extern "C" {
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
+#include "utils/resowner.h"
 }
 
 #include "sql_api/catalog_access.hpp"
@@ -155,16 +157,40 @@ void check_grant(const char *policy, const char *query)
     refuse_as_policy_would(policy, query, analysis, in.rules, nullptr);
 }
 
-bool masks_refuse(const char *policy, const char *query)
+bool masks_allow_now(const char *policy, const char *query)
 {
-    GrantInputs in;
-    read_inputs(policy, query, &in);
-    QueryAnalysis analysis;
-    analyze_as_policy(in, &analysis);
-    PlainDecision decision;
-    memset(&decision, 0, sizeof(decision));
-    decide_plain(&analysis, &in.rules, &decision);
-    return !decision.failed && strncmp(decision.code, "mask_", 5) == 0;
+    // A query that cannot be analyzed now (its table dropped since its grant, say) is not
+    // callable either: its error is rolled back with a subtransaction of its own, and the answer
+    // is no.
+    const MemoryContext caller_context = CurrentMemoryContext;
+    const ResourceOwner caller_owner = CurrentResourceOwner;
+    volatile bool allowed = false;
+    BeginInternalSubTransaction(nullptr);
+    PG_TRY();
+    {
+        GrantInputs in;
+        read_inputs(policy, query, &in);
+        QueryAnalysis analysis;
+        analyze_as_policy(in, &analysis);
+        PlainDecision decision;
+        memset(&decision, 0, sizeof(decision));
+        decide_plain(&analysis, &in.rules, &decision);
+        allowed = !decision.failed && strncmp(decision.code, "mask_", 5) != 0;
+        ReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(caller_context);
+        CurrentResourceOwner = caller_owner;
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(caller_context);
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(caller_context);
+        CurrentResourceOwner = caller_owner;
+        allowed = false;
+    }
+    PG_END_TRY();
+    return allowed;
 }
 
 void check_masks_allow(const char *policy, const char *query)

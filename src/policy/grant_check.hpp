@@ -18,5 +18,6 @@ void check_grant(const char *policy, const char *query);
 // silently turns a granted query into one whose every call is refused. ERROR 42501 naming the
 // query and why.
 void check_masks_allow(const char *policy, const char *query);
-// Whether the policy's masks make every call of the query refused (a mask_ refusal), now.
-bool masks_refuse(const char *policy, const char *query);
+// Whether the query, as the policy's masks now are, is callable: it can be analyzed and no mask_
+// refusal applies. Never raises for the query's own problems (a subtransaction takes them).
+bool masks_allow_now(const char *policy, const char *query);

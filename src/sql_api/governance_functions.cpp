@@ -180,7 +180,7 @@ QUERYGATE_SQL_FUNCTION(querygate_mask)
             granted[i] = catalog_result_text(i, 1, here);
         callable = static_cast<char **>(MemoryContextAllocZero(here, sizeof(char *) * (n + 1)));
         for (uint64 i = 0; i < n; i++)
-            if (!masks_refuse(policy, granted[i]))
+            if (masks_allow_now(policy, granted[i]))
                 callable[ncallable++] = granted[i];
         catalog_session_end(&session);
     }
