@@ -7,6 +7,8 @@
 #include "http/json_schema.hpp"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 namespace openapi {
 
@@ -227,39 +229,45 @@ Owned components(const api_description::Api &api)
     set(c, "schemas", std::move(schemas));
 
     Owned responses = object();
-    const auto error_content = [] {
+    // An answer with the error body, described, and the headers it declares (name, schema).
+    const auto error_response = [](const char *description,
+                                   std::vector<std::pair<const char *, Owned>> headers) {
+        Owned r = object();
+        set(r, "description", str(description));
         Owned content = object();
         Owned media = object();
         set(media, "schema", reference("#/components/schemas/Error"));
         set(content, "application/json", std::move(media));
-        return content;
+        set(r, "content", std::move(content));
+        if (!headers.empty()) {
+            Owned declared = object();
+            for (auto &h : headers)
+                set(declared, h.first, std::move(h.second));
+            set(r, "headers", std::move(declared));
+        }
+        return r;
     };
-    Owned err = object();
-    set(err, "description", str("an error, with its stable code"));
-    set(err, "content", error_content());
+    Owned err = error_response("an error, with its stable code", {});
     // A refusal by a limit: the error, and where the caller stands (http/limit_fields.hpp).
-    Owned refused = object();
-    set(refused, "description",
-        str("a call refused by the caller's rate limit or quota (rate_limited, quota_exceeded), "
-            "before anything of it ran"));
-    set(refused, "content", error_content());
-    Owned refused_headers = object();
-    set(refused_headers, "Retry-After",
-        header("integer", "seconds until a call can be admitted again"));
-    set(refused_headers, "RateLimit", reference("#/components/headers/RateLimit"));
-    set(refused_headers, "RateLimit-Policy", reference("#/components/headers/RateLimit-Policy"));
-    set(refused, "headers", std::move(refused_headers));
+    std::vector<std::pair<const char *, Owned>> refused_headers;
+    refused_headers.emplace_back("Retry-After",
+                                 header("integer", "seconds until a call can be admitted again"));
+    refused_headers.emplace_back("RateLimit", reference("#/components/headers/RateLimit"));
+    refused_headers.emplace_back("RateLimit-Policy",
+                                 reference("#/components/headers/RateLimit-Policy"));
+    Owned refused = error_response(
+        "a call refused by the caller's rate limit or quota (rate_limited, quota_exceeded), "
+        "before anything of it ran",
+        std::move(refused_headers));
     // The server cannot serve it now: stopping, overloaded, no room (a Retry-After when trying
     // again soon helps; none when it will not, as on a standby for a write).
-    Owned unavailable = object();
-    set(unavailable, "description",
-        str("the server cannot serve the call now (stopping, overloaded, no room for it); "
-            "Retry-After, when sent, says when to try again"));
-    set(unavailable, "content", error_content());
-    Owned unavailable_headers = object();
-    set(unavailable_headers, "Retry-After",
-        header("integer", "seconds after which the call may be tried again"));
-    set(unavailable, "headers", std::move(unavailable_headers));
+    std::vector<std::pair<const char *, Owned>> unavailable_headers;
+    unavailable_headers.emplace_back(
+        "Retry-After", header("integer", "seconds after which the call may be tried again"));
+    Owned unavailable = error_response(
+        "the server cannot serve the call now (stopping, overloaded, no room for it); "
+        "Retry-After, when sent, says when to try again",
+        std::move(unavailable_headers));
     set(responses, "Error", std::move(err));
     set(responses, "Refused", std::move(refused));
     set(responses, "Unavailable", std::move(unavailable));
