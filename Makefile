@@ -17,7 +17,7 @@ EXTRA_CLEAN = $(EXTENSION).control
 # file there that includes a PostgreSQL header, directly or through one of ours, fails to build:
 # the compiler is the boundary check.
 PLAIN_DIRS = common http auth rules
-SRCS = $(sort $(wildcard src/*/*.cpp))
+SRCS = $(sort $(wildcard src/*.cpp src/*/*.cpp))
 OBJS = $(SRCS:.cpp=.o)
 PLAIN_OBJS = $(filter $(addprefix src/,$(addsuffix /%,$(PLAIN_DIRS))),$(OBJS))
 HEADERS = $(wildcard src/*/*.hpp)
@@ -50,7 +50,7 @@ $(EXTENSION).control: extension/$(EXTENSION).control.in Makefile
 
 $(OBJS): $(HEADERS)
 
-.PHONY: test test-cassert test-valgrind test-sanitize test-citus warm-cache run bench deps print-plain-cppflags print-version
+.PHONY: test test-cassert test-valgrind test-sanitize test-citus warm-cache run bench deps print-plain-cppflags print-plain-sources print-version
 # Installs what is missing, builds with warnings as errors, and runs every suite; ends with
 # "N passed, N failed".
 test:
@@ -86,8 +86,10 @@ bench:
 deps:
 	scripts/install-deps
 
-# For the test scripts: how a plain-C++ file is compiled, and the version.
+# For the test scripts: how a plain-C++ file is compiled, which files are plain, and the version.
 print-plain-cppflags:
 	@echo '$(PLAIN_CPPFLAGS)'
+print-plain-sources:
+	@echo '$(filter $(addprefix src/,$(addsuffix /%,$(PLAIN_DIRS))),$(SRCS))'
 print-version:
 	@echo '$(EXTVERSION)'

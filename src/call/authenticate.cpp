@@ -3,7 +3,7 @@
 
 #include "auth/secrets.hpp"
 #include "common/settings.hpp"
-#include "http/client_address.hpp"
+#include "common/client_address.hpp"
 
 #include <chrono>
 #include <cstring>

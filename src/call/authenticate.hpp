@@ -2,7 +2,7 @@
 // (HS256 with the keys of querygate.jwt_secret_file, RS256/ES256 with the stored JWKS), and the
 // policy it names.
 // PostgreSQL side only because it reads the worker's catalog cache and settings; the checks
-// themselves are plain C++ (auth/, http/client_address.hpp).
+// themselves are plain C++ (auth/, common/client_address.hpp).
 #pragma once
 
 #include "auth/jwt.hpp"

@@ -1,9 +1,9 @@
 // Which limits a call is charged to, and the saved quota counts: see call_limits.hpp.
 #include "call/call_limits.hpp"
 
-#include "call/limit_table.hpp"
+#include "shmem/limit_table.hpp"
 #include "common/settings.hpp"
-#include "http/client_address.hpp"
+#include "common/client_address.hpp"
 #include "pg/pg_guard.hpp"
 
 extern "C" {

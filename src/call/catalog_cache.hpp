@@ -25,7 +25,7 @@ extern "C" {
 }
 
 #include "call/catalog_changes.hpp"
-#include "http/client_address.hpp"
+#include "common/client_address.hpp"
 #include "rules/param_rules.hpp"
 #include "rules/rate_limits.hpp"
 #include "policy/policy_rows.hpp"

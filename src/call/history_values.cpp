@@ -1,8 +1,8 @@
 // The values a history record keeps: see history_values.hpp.
 #include "call/history_values.hpp"
-#include "call/history_ring.hpp"
+#include "shmem/history_ring.hpp"
 #include "call/row_output.hpp"
-#include "http/json_text.hpp"
+#include "common/json_text.hpp"
 
 #include <algorithm>
 #include <cstring>

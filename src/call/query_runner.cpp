@@ -16,14 +16,14 @@
 #include "call/api_describer.hpp"
 #include "call/client_watch.hpp"
 #include "call/export_file.hpp"
-#include "call/export_slots.hpp"
+#include "shmem/export_slots.hpp"
 #include "call/stop_request.hpp"
-#include "call/limit_table.hpp"
-#include "call/history_ring.hpp"
-#include "call/event_ring.hpp"
+#include "shmem/limit_table.hpp"
+#include "shmem/history_ring.hpp"
+#include "shmem/event_ring.hpp"
 #include "call/history_values.hpp"
 #include "call/slow_queries.hpp"
-#include "call/stat_table.hpp"
+#include "shmem/stat_table.hpp"
 #include "call/worker_budget.hpp"
 
 #include "pg/pg_headers.hpp"
@@ -54,13 +54,13 @@ extern "C" {
 #include "call/plan_cache.hpp"
 #include "common/settings.hpp"
 #include "http/event_stream.hpp"
-#include "http/json_text.hpp"
+#include "common/json_text.hpp"
 #include "pg/pg_guard.hpp"
 #include "policy/role_rules.hpp"
 #include "rules/param_binding.hpp"
 #include "sql_api/governance.hpp"
 #include "worker/group_commit.hpp"
-#include "worker/worker_load.hpp"
+#include "shmem/worker_load.hpp"
 
 #include <cerrno>
 #include <new>
@@ -768,7 +768,7 @@ void QueryRunner::give_stream(const std::string &subject)
 
 namespace {
 
-// A place for the caller's export among querygate.max_exports (call/export_slots.hpp): none (an
+// A place for the caller's export among querygate.max_exports (shmem/export_slots.hpp): none (an
 // error) when every place is taken, or the caller's or its policy's share is.
 ApiError take_export(const Caller &caller, int &slot)
 {

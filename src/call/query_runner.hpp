@@ -62,7 +62,7 @@ class QueryRunner {
     // transaction); 0 when no transaction could start. A change means open streams must be
     // checked again.
     std::uint64_t catalog_generation();
-    // The run events' shared ring (call/event_ring.hpp), or null when events are off.
+    // The run events' shared ring (shmem/event_ring.hpp), or null when events are off.
     const run_events::Ring *events() const;
     // A stream of `subject` (event_stream::Audience) opens or closes: its place among
     // querygate.max_event_streams_per_key, counted across workers; false when there is none.
@@ -76,8 +76,8 @@ class QueryRunner {
     // any: with none (or a file that cannot be read, which the log says once), /metrics does not
     // exist.
     bool metrics_token_accepted(const std::string &presented, bool &configured);
-    // A call answered, for querygate.history (call/history_ring.hpp) and the run events
-    // (call/event_ring.hpp): never waits, never throws.
+    // A call answered, for querygate.history (shmem/history_ring.hpp) and the run events
+    // (shmem/event_ring.hpp): never waits, never throws.
     void record(const CallRecord &call) noexcept;
     // A call of `query` handed to a helper was answered, after running `ran_us` there: whether
     // the query is still slow (call/slow_queries.hpp).

@@ -2,7 +2,7 @@
 // postmaster as it makes the shared memory, before it starts any process that uses it (they
 // inherit the mapping). What the processes last wrote there is still in it after they end, killed
 // or crashed, and when the postmaster starts again; so it can say what their shared memory held
-// (the run history's ring positions: call/history_ring.hpp). It is never synced: a machine that
+// (the run history's ring positions: shmem/history_ring.hpp). It is never synced: a machine that
 // stops loses it, as it loses everything in memory.
 //
 // The file's blocks are allocated when it is mapped (posix_fallocate), so that a store into the

@@ -31,7 +31,7 @@ struct LimitReport {
     long long retry_after_seconds = 0; // only on a refusal: at least 1
 };
 
-// A call's place in its caller's in-flight count (call/limit_table.hpp), given back when the call
+// A call's place in its caller's in-flight count (shmem/limit_table.hpp), given back when the call
 // ends; opaque to everyone else. Plain data: taking and giving back one allocates nothing.
 struct LimitHold {
     std::uintptr_t entry = 0; // 0: none held
@@ -43,7 +43,7 @@ struct LimitHold {
 };
 
 // Whose share of a shared pool a call takes (a worker's helpers: worker/call_helpers.hpp; the
-// export slots: call/export_slots.hpp): its caller (a key; a token's subject within its policy)
+// export slots: shmem/export_slots.hpp): its caller (a key; a token's subject within its policy)
 // and its policy. Each holds at most pool_share_cap of a pool.
 struct PoolShare {
     std::string caller;
@@ -100,7 +100,7 @@ struct CallResult {
     // An export a helper wrote into its worker's file (CallRequest::export_to): the file's size.
     // The file stays with the process that holds it; only its size travels (call_codec).
     std::uint64_t written = 0;
-    int export_slot = -1; // with file: its place among the exports (call/export_slots.hpp)
+    int export_slot = -1; // with file: its place among the exports (shmem/export_slots.hpp)
     bool has_more = false;
     unsigned long long rows = 0; // rows in body, or changed by a write that returns none
     long long revision = 0;      // saved_query.revision of the query called, once found
@@ -127,7 +127,7 @@ struct CallResult {
     std::string refusal;
     // Who called, as GET /events matches watchers with calls; filled while events are on.
     run_events::Who who;
-    // The caller's limits (call/limit_table.hpp): what the headers say, and the call's place in
+    // The caller's limits (shmem/limit_table.hpp): what the headers say, and the call's place in
     // its caller's in-flight count, which a call handed to a helper keeps until its answer
     // (QueryRunner::release; empty when none is held).
     LimitReport limits;

@@ -1,6 +1,6 @@
 // One call as querygate.history keeps it, from the HTTP side when the call is answered (the
 // request handler knows the answer; the runner knows who called and what ran) to the shared ring
-// (call/history_ring.hpp). Plain C++: views into the answering side's strings.
+// (shmem/history_ring.hpp). Plain C++: views into the answering side's strings.
 #pragma once
 
 #include "common/run_events.hpp"

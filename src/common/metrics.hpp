@@ -1,5 +1,5 @@
-// The statistics both sides see: what the shared tables hold (call/stat_table.hpp,
-// worker/worker_load.hpp), copied out as plain data for the SQL views and for GET /metrics
+// The statistics both sides see: what the shared tables hold (shmem/stat_table.hpp,
+// shmem/worker_load.hpp), copied out as plain data for the SQL views and for GET /metrics
 // (http/prometheus_text.hpp). Plain C++.
 #pragma once
 
@@ -73,7 +73,7 @@ struct WorkerStats {
     uint64_t connections_timed_out = 0; // closed at querygate.request_timeout
 };
 
-// The run history's ring (call/history_ring.hpp), since the server started.
+// The run history's ring (shmem/history_ring.hpp), since the server started.
 struct HistoryStats {
     uint64_t buffered = 0; // records waiting for the writer
     uint64_t written = 0;  // saved to querygate.history

@@ -86,5 +86,8 @@ constexpr int default_page_size = 100;
 // be defined while the postmaster preloads the library; otherwise they are left out, since HTTP
 // is off anyway.
 void define(bool preloading);
+// Whether the postmaster preloaded the library (shared_preload_libraries): true in every process
+// forked from it, false in a backend that loaded it by CREATE EXTENSION or LOAD.
+extern bool preloaded;
 
 } // namespace settings

@@ -1,5 +1,5 @@
 // When a worker takes a pending connection from the shared listening socket. Pure C++: no
-// PostgreSQL header; the counts come from src/worker/worker_load.hpp, the clock from the caller.
+// PostgreSQL header; the counts come from src/shmem/worker_load.hpp, the clock from the caller.
 //
 // The rule: the worker holding the fewest connections takes the next one. Every idle worker is
 // woken by a pending connection; one that holds more than the fewest stops watching the socket for

@@ -2,7 +2,7 @@
 #include "http/access_log.hpp"
 
 #include "common/chars.hpp"
-#include "http/json_text.hpp"
+#include "common/json_text.hpp"
 
 #include <cstdio>
 

@@ -13,31 +13,12 @@ namespace answer_encoding {
 
 namespace {
 
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
-
-bool iequals(std::string_view a, std::string_view b)
-{
-    if (a.size() != b.size())
-        return false;
-    for (std::size_t i = 0; i < a.size(); i++)
-        if (chars::to_lower(a[i]) != chars::to_lower(b[i]))
-            return false;
-    return true;
-}
-
 // Calls fn(element) for each comma-separated element of a header's value, trimmed.
 template <typename Fn> void each_element(std::string_view value, Fn &&fn)
 {
     while (!value.empty()) {
         const std::size_t comma = value.find(',');
-        const std::string_view element = trim(value.substr(0, comma));
+        const std::string_view element = chars::trim_ows(value.substr(0, comma));
         value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
         if (!element.empty())
             fn(element);
@@ -50,10 +31,10 @@ bool q_above_zero(std::string_view params)
 {
     while (!params.empty()) {
         const std::size_t semi = params.find(';');
-        const std::string_view p = trim(params.substr(0, semi));
+        const std::string_view p = chars::trim_ows(params.substr(0, semi));
         params = semi == std::string_view::npos ? std::string_view() : params.substr(semi + 1);
         if (p.size() >= 2 && chars::to_lower(p[0]) == 'q' && p[1] == '=') {
-            const std::string_view q = trim(p.substr(2));
+            const std::string_view q = chars::trim_ows(p.substr(2));
             for (char c : q)
                 if (c >= '1' && c <= '9')
                     return true; // 0.001 and up, or 1
@@ -101,10 +82,10 @@ bool accepts_gzip(const std::string *accept_encoding)
     int gzip = -1, any = -1; // -1: not named; 0: refused; 1: accepted
     each_element(*accept_encoding, [&](std::string_view element) {
         const std::size_t semi = element.find(';');
-        const std::string_view coding = trim(element.substr(0, semi));
+        const std::string_view coding = chars::trim_ows(element.substr(0, semi));
         const int ok = q_above_zero(semi == std::string_view::npos ? std::string_view()
                                                                    : element.substr(semi));
-        if (iequals(coding, "gzip") || iequals(coding, "x-gzip"))
+        if (chars::iequals(coding, "gzip") || chars::iequals(coding, "x-gzip"))
             gzip = ok;
         else if (coding == "*")
             any = ok;

@@ -10,25 +10,6 @@ namespace content_negotiation {
 
 namespace {
 
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
-
-bool iequals(std::string_view a, std::string_view b)
-{
-    if (a.size() != b.size())
-        return false;
-    for (std::size_t i = 0; i < a.size(); i++)
-        if (chars::to_lower(a[i]) != chars::to_lower(b[i]))
-            return false;
-    return true;
-}
-
 // A qvalue: "0", "1", or "0." with up to three digits, "1." with zeros (RFC 9110 12.4.2), in
 // thousandths; -1 when it is not one.
 int qvalue(std::string_view v)
@@ -60,18 +41,18 @@ int specificity(std::string_view range, std::string_view media_type)
     const std::string_view want_type = media_type.substr(0, media_type.find('/'));
     if (type == "*")
         return subtype == "*" ? 1 : 0;
-    if (!iequals(type, want_type))
+    if (!chars::iequals(type, want_type))
         return 0;
     if (subtype == "*")
         return 2;
-    return iequals(range, media_type) ? 3 : 0;
+    return chars::iequals(range, media_type) ? 3 : 0;
 }
 
 } // namespace
 
 bool from_accept(const std::string *accept, AnswerFormat &out)
 {
-    if (accept == nullptr || trim(*accept).empty()) {
+    if (accept == nullptr || chars::trim_ows(*accept).empty()) {
         out = AnswerFormat::json;
         return true;
     }
@@ -89,7 +70,7 @@ bool from_accept(const std::string *accept, AnswerFormat &out)
         std::string_view element = rest.substr(0, comma);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
         const std::size_t semi = element.find(';');
-        const std::string_view range = trim(element.substr(0, semi));
+        const std::string_view range = chars::trim_ows(element.substr(0, semi));
         if (range.empty())
             continue;
         int q = 1000;
@@ -97,10 +78,10 @@ bool from_accept(const std::string *accept, AnswerFormat &out)
                                                                       : element.substr(semi + 1);
              !params.empty();) {
             const std::size_t next = params.find(';');
-            const std::string_view param = trim(params.substr(0, next));
+            const std::string_view param = chars::trim_ows(params.substr(0, next));
             params = next == std::string_view::npos ? std::string_view() : params.substr(next + 1);
             if (param.size() >= 2 && chars::to_lower(param[0]) == 'q' && param[1] == '=') {
-                q = qvalue(trim(param.substr(2)));
+                q = qvalue(chars::trim_ows(param.substr(2)));
                 break; // what follows q are accept-extensions
             }
         }

@@ -1,7 +1,7 @@
 // The error body: see error_body.hpp.
 #include "http/error_body.hpp"
 
-#include "http/json_text.hpp"
+#include "common/json_text.hpp"
 
 #include <set>
 

@@ -1,7 +1,7 @@
 // An answer sent from a file (an export: call/export_file.hpp), read a block at a time as the
 // connection takes it, and ended when its reader falls below a pace: querygate.export_min_rate
 // over each querygate.export_rate_window. An export holds one of the server's few export places
-// (call/export_slots.hpp) until it is sent, so a reader taking 40 kB a second would hold one for
+// (shmem/export_slots.hpp) until it is sent, so a reader taking 40 kB a second would hold one for
 // as long as it likes; below the pace its connection is closed and the place given back. A reader
 // that takes nothing at all is closed by the idle timeout (querygate.idle_timeout), since nothing
 // is sent. Plain C++.

@@ -1,7 +1,7 @@
 // A strict JSON parser for request bodies: see json_body.hpp.
 #include "http/json_body.hpp"
 
-#include "http/json_text.hpp"
+#include "common/json_text.hpp"
 
 #include <algorithm>
 

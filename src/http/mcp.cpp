@@ -3,7 +3,7 @@
 
 #include "common/version.hpp"
 #include "http/json_schema.hpp"
-#include "http/json_text.hpp"
+#include "common/json_text.hpp"
 
 #include <cctype>
 #include <new>

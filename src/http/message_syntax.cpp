@@ -101,22 +101,12 @@ bool is_sub_delim(char c)
     return c != '\0' && std::strchr("!$&'()*+,;=", c) != nullptr;
 }
 
-bool iequals_prefix(std::string_view s, std::string_view prefix)
-{
-    if (s.size() < prefix.size())
-        return false;
-    for (std::size_t i = 0; i < prefix.size(); i++)
-        if (chars::to_lower(s[i]) != prefix[i])
-            return false;
-    return true;
-}
-
 // The length of "http://" or "https://" at the start of `s` (any case), or 0.
 std::size_t scheme_length(std::string_view s)
 {
-    if (iequals_prefix(s, "http://"))
+    if (chars::istarts_with(s, "http://"))
         return 7;
-    if (iequals_prefix(s, "https://"))
+    if (chars::istarts_with(s, "https://"))
         return 8;
     return 0;
 }

@@ -7,7 +7,7 @@
 #include "http/content_negotiation.hpp"
 #include "http/openapi.hpp"
 #include "http/json_body.hpp"
-#include "http/json_text.hpp"
+#include "common/json_text.hpp"
 #include "http/limit_fields.hpp"
 #include "http/paging_args.hpp"
 #include "http/prometheus_text.hpp"
@@ -40,17 +40,6 @@ bool valid_request_id(const std::string &id)
     return true;
 }
 
-bool iequals_prefix(const std::string &s, const char *prefix)
-{
-    size_t n = std::strlen(prefix);
-    if (s.size() < n)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i])
-            return false;
-    return true;
-}
-
 // A JWT in compact form: three base64url parts. querygate keys never contain a dot.
 bool looks_like_jwt(const std::string &token)
 {
@@ -62,7 +51,7 @@ bool looks_like_jwt(const std::string &token)
 bool bearer_token(const HttpRequest &request, std::string &token)
 {
     const std::string *auth = request.header("authorization");
-    if (auth == nullptr || !iequals_prefix(*auth, "bearer "))
+    if (auth == nullptr || !chars::istarts_with(*auth, "bearer "))
         return false;
     const size_t start = auth->find_first_not_of(' ', 7);
     token = start == std::string::npos ? std::string() : auth->substr(start);
@@ -149,7 +138,7 @@ long prefer_timeout(const HttpRequest &request)
         if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
             value = value.substr(1, value.size() - 2);
         long ms = 0;
-        if (name.size() == 7 && iequals_prefix(std::string(name), "timeout") &&
+        if (name.size() == 7 && chars::istarts_with(std::string(name), "timeout") &&
             parse_seconds(value, ms))
             return ms;
     }

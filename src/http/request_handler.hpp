@@ -10,7 +10,7 @@
 #include "http/event_stream.hpp"
 #include "http/http_types.hpp"
 #include "http/json_body.hpp"
-#include "http/client_address.hpp"
+#include "common/client_address.hpp"
 #include "call/query_runner.hpp"
 
 #include <chrono>

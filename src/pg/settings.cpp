@@ -395,8 +395,11 @@ void define_reloadable()
 
 } // namespace
 
+bool preloaded = false;
+
 void define(bool preloading)
 {
+    preloaded = preloading;
     if (preloading)
         define_restart_only();
     define_reloadable();

@@ -1,21 +1,18 @@
 // Column masking rules: see mask_rules.hpp.
 #include "rules/mask_rules.hpp"
 
+#include "common/chars.hpp"
+
 #include <algorithm>
 
 namespace masking {
 
 namespace {
 
-char lower(char c)
-{
-    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
 std::string lowered(std::string_view s)
 {
     std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(), lower);
+    std::transform(out.begin(), out.end(), out.begin(), chars::to_lower);
     return out;
 }
 
@@ -27,7 +24,7 @@ bool glob(std::string_view pattern, std::string_view subject)
         if (p < pattern.size() && pattern[p] == '*') {
             star = p++;
             mark = s;
-        } else if (p < pattern.size() && pattern[p] == lower(subject[s])) {
+        } else if (p < pattern.size() && pattern[p] == chars::to_lower(subject[s])) {
             p++;
             s++;
         } else if (star != std::string_view::npos) {

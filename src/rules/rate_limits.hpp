@@ -1,6 +1,6 @@
 // What a caller may spend: requests per second with a burst (a token bucket), calls in flight at
 // once, and calls per day or month (a quota). The arithmetic only, on plain values: the counts
-// themselves live in shared memory, exact across every worker (src/call/limit_table.hpp), and
+// themselves live in shared memory, exact across every worker (src/shmem/limit_table.hpp), and
 // their limits in the catalog (policy and api_key, set with querygate.set_limits). Plain C++.
 //
 // A key's own limits win over its policy's, limit by limit: a key with only a quota of its own

@@ -1,19 +1,16 @@
 // The write operations' table: see write_ops.hpp.
 #include "rules/write_ops.hpp"
 
+#include "common/chars.hpp"
+
 namespace write_ops {
 
 namespace {
 
-char lower(char c)
-{
-    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
 bool same_name(const char *a, const char *b)
 {
     for (; *a && *b; a++, b++)
-        if (lower(*a) != *b)
+        if (chars::to_lower(*a) != *b)
             return false;
     return *a == *b;
 }

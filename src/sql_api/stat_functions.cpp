@@ -1,6 +1,6 @@
 // The statistics as SQL sees them: querygate.stat_queries(), querygate.stat_workers() and
 // querygate.stat_history(), under the views of the same names, and querygate.stat_reset(). They
-// read the shared tables (call/stat_table.hpp, worker/worker_load.hpp), which exist only where the
+// read the shared tables (shmem/stat_table.hpp, shmem/worker_load.hpp), which exist only where the
 // library was preloaded: elsewhere the functions return no rows.
 #include "pg/pg_guard.hpp"
 #include "pg/pg_headers.hpp"
@@ -12,12 +12,12 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include "call/history_ring.hpp"
-#include "call/stat_table.hpp"
+#include "shmem/history_ring.hpp"
+#include "shmem/stat_table.hpp"
 #include "common/metrics.hpp"
-#include "http/json_text.hpp"
+#include "common/json_text.hpp"
 #include "sql_api/catalog_access.hpp"
-#include "worker/worker_load.hpp"
+#include "shmem/worker_load.hpp"
 
 #include <cmath>
 #include <string>

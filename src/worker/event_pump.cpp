@@ -2,9 +2,9 @@
 #include "worker/event_pump.hpp"
 
 #include "call/authenticate.hpp"
-#include "call/event_ring.hpp"
+#include "shmem/event_ring.hpp"
 #include "common/settings.hpp"
-#include "worker/worker_load.hpp"
+#include "shmem/worker_load.hpp"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // A worker's part in GET /events: after each round of its loop, the run events that are new in
-// the shared ring (call/event_ring.hpp) go to its open streams (http/event_stream.hpp), each
+// the shared ring (shmem/event_ring.hpp) go to its open streams (http/event_stream.hpp), each
 // stream checked first against the catalog as it is now, and the connections that have something
 // to send are woken.
 //

@@ -1,9 +1,9 @@
 // The run history's writer: see history_writer.hpp. PostgreSQL side.
 #include "worker/history_writer.hpp"
 
-#include "call/history_ring.hpp"
+#include "shmem/history_ring.hpp"
 #include "common/settings.hpp"
-#include "http/log_throttle.hpp"
+#include "common/log_throttle.hpp"
 #include "pg/pg_guard.hpp"
 #include "rules/history_retention.hpp"
 

@@ -1,5 +1,5 @@
 // The writer process's part of the run history: records taken from the shared ring
-// (call/history_ring.hpp) are inserted into querygate.history in batches of up to 2,048, as
+// (shmem/history_ring.hpp) are inserted into querygate.history in batches of up to 2,048, as
 // COPY FROM inserts rows, each batch in a transaction of its own outside any call's;
 // in the partition of their time (rules/history_retention.hpp: made when a record finds none); and
 // once a minute the partitions older than querygate.history_retention are dropped.

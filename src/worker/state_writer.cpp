@@ -1,13 +1,13 @@
 // The writer process: see state_writer.hpp.
 #include "worker/state_writer.hpp"
 
-#include "call/history_ring.hpp"
-#include "call/limit_table.hpp"
+#include "shmem/history_ring.hpp"
+#include "shmem/limit_table.hpp"
 #include "common/settings.hpp"
 #include "pg/pg_guard.hpp"
 #include "worker/between_waits.hpp"
 #include "worker/history_writer.hpp"
-#include "worker/worker_load.hpp"
+#include "shmem/worker_load.hpp"
 
 extern "C" {
 #include "access/xact.h"

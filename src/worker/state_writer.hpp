@@ -1,7 +1,7 @@
 // The writer: one background process that saves what the workers count in shared memory to the
 // catalog, outside any call's transaction, so that no call waits for it: the quota counts
-// (call/limit_table.hpp) into querygate.quota_usage, every querygate.quota_flush_interval, and the
-// run history (call/history_ring.hpp, worker/history_writer.hpp) into querygate.history, every
+// (shmem/limit_table.hpp) into querygate.quota_usage, every querygate.quota_flush_interval, and the
+// run history (shmem/history_ring.hpp, worker/history_writer.hpp) into querygate.history, every
 // querygate.history_flush_interval or sooner when woken; both once more at a clean stop, after
 // the workers have exited (a crash loses at most one interval's counts, which the next start reads
 // back as they were last saved, and the records the ring held).

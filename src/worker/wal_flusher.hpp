@@ -31,7 +31,7 @@ namespace wal_flusher {
 // Bytes to reserve; called from the shmem_request hook.
 std::size_t shmem_size();
 // Creates or attaches the shared state; called from the shmem_startup hook. The process itself is
-// registered by module.cpp, beside the workers.
+// registered by processes.cpp, beside the workers.
 void shmem_init();
 
 // Worker side. `worker` is the worker's number (0-based), as for worker_load.

@@ -1,4 +1,4 @@
-// Fuzzes client addresses and CIDRs (src/http/client_address): parse_cidr, parse_list, contains
+// Fuzzes client addresses and CIDRs (src/common/client_address): parse_cidr, parse_list, contains
 // and resolve, the caller's address behind trusted proxies. The input, with FuzzedDataProvider:
 // from the end, whether X-Forwarded-For is present; from the start, FuzzedDataProvider strings (a
 // backslash and another byte end one): a CIDR, a list of CIDRs (trusted_proxies), an address,
@@ -8,7 +8,7 @@
 // parse_list keeps or reports every non-empty entry; resolve answers the peer when it is not a
 // trusted proxy, an X-Forwarded-For hop otherwise, never a trusted proxy unless every hop is one,
 // and nothing when the peer or a hop it reaches is not an address.
-#include "http/client_address.hpp"
+#include "common/client_address.hpp"
 
 #include "fuzz_check.hpp"
 

@@ -1,5 +1,5 @@
 // Fuzzes the JSON request-body parser (src/http/json_body) and the JSON text helpers
-// (src/http/json_text) with the bytes of a request body, as a caller sends it.
+// (src/common/json_text) with the bytes of a request body, as a caller sends it.
 //
 // Beyond the sanitizers, the oracles are:
 // - json_text::valid_utf8 agrees with a reference validator written from RFC 3629's table;
@@ -11,7 +11,7 @@
 //   NUL byte, where jansson stops reading, must simply be refused);
 // - an accepted document, written back with append_string, parses to the same value.
 #include "http/json_body.hpp"
-#include "http/json_text.hpp"
+#include "common/json_text.hpp"
 
 #include "fuzz_check.hpp"
 

@@ -77,7 +77,7 @@ my $res = $qg->get('/q/x?' . join('&', map { "a$_=1" } 1 .. 128));
 is($res->{json}{code}, 'unauthorized', '128 arguments: read, and the call goes on to its key');
 
 # The server log: the first of libmicrohttpd's messages, then at most one line a minute (its
-# summary), whatever the number of malformed requests (src/http/log_throttle.hpp).
+# summary), whatever the number of malformed requests (src/common/log_throttle.hpp).
 $qg->raw_exchange(post_with("Content-Length: -1\r\n"), timeout => 5, shutdown_write => 1) for 1 .. 50;
 my $minutes = int((time() - $started) / 60) + 1;
 my $log = slurp_file($qg->node->logfile, $log_start);

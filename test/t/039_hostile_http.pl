@@ -54,7 +54,7 @@ my $log = slurp_file($qg->node->logfile, $log_start);
 unlike($log, qr/terminated by signal|was terminated|TRAP:|PANIC|server process .* exited/,
 	'the server log shows no crash');
 # Nothing else in the log but checkpoints and libmicrohttpd's messages, and those at most the first
-# and one a minute per worker (src/http/log_throttle.hpp).
+# and one a minute per worker (src/common/log_throttle.hpp).
 my @entries = grep { /^\d{4}-\d\d-\d\d / } split /\n/, $log;
 my @http = grep { /querygate http: / } @entries;
 my @other = grep { !/querygate http: |LOG:  checkpoint (starting|complete)|LOG:  statement: / } @entries;

@@ -1,4 +1,4 @@
-# Rate limits, in-flight limits and quotas (src/rules/rate_limits.hpp, src/call/limit_table.hpp),
+# Rate limits, in-flight limits and quotas (src/rules/rate_limits.hpp, src/shmem/limit_table.hpp),
 # over HTTP on two workers: a burst is exact across workers under concurrent calls (a rate so low
 # that no token comes back during the test, so exactly the burst is admitted, whichever worker
 # serves); a key's own limits win over its policy's, limit by limit; 429 rate_limited and

@@ -1,4 +1,4 @@
-# Statistics and metrics (src/call/stat_table.hpp, src/worker/worker_load.hpp,
+# Statistics and metrics (src/shmem/stat_table.hpp, src/shmem/worker_load.hpp,
 # src/http/prometheus_text.hpp), over HTTP on two workers: querygate.stat_queries counts every call
 # of a query by a caller allowed to call it, per query and policy, with errors by code, rows, bytes
 # and times, whichever worker served it; nothing for names a caller made up or may not call;

@@ -1,4 +1,4 @@
-# The run history (src/call/history_ring.hpp, src/worker/history_writer.hpp), over HTTP on two
+# The run history (src/shmem/history_ring.hpp, src/worker/history_writer.hpp), over HTTP on two
 # workers: every call of a query is a row of querygate.history, matched by its request id, with
 # its key, policy, query and revision, status and code, rows, bytes, address, worker and masked
 # columns; refused callers too (no key named); nothing for requests that are not calls; a write

@@ -1,4 +1,4 @@
-# A full history ring (src/call/history_ring.hpp) drops records and counts them, and no call waits
+# A full history ring (src/shmem/history_ring.hpp) drops records and counts them, and no call waits
 # for it. With querygate.history_buffer at its minimum (64 records, 32 for each of the two workers'
 # rings) and the writer process stopped (SIGSTOP, while it waits between passes), 200 calls on one
 # connection (so one worker answers them all) answer at once; that worker's ring keeps exactly the

@@ -1,4 +1,4 @@
-# Connections that misbehave (src/worker/connection_counts.hpp, src/http/connection_deadlines.hpp),
+# Connections that misbehave (src/shmem/connection_counts.hpp, src/http/connection_deadlines.hpp),
 # over real sockets from test/hostile/connection_flood.py: a flood of idle connections from one
 # address holds querygate.max_connections_per_ip of them, counted across both workers, and the
 # rest are answered 503 too_many_connections (with Retry-After) and closed, while a caller from

@@ -1,4 +1,4 @@
-# The table of limit counts when it is full (src/call/limit_table.hpp), over HTTP on one worker:
+# The table of limit counts when it is full (src/shmem/limit_table.hpp), over HTTP on one worker:
 # with every entry holding a caller that matters (a quota count not yet saved), a new caller is
 # refused 429 rate_limited rather than counted nowhere; once the counts are saved the entries are
 # as good as new, and a new caller's call forgets them. A worker charges the callers it charged

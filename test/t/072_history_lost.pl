@@ -1,5 +1,5 @@
 # Run history records lost with a restart that is not a clean stop are counted
-# (src/call/history_ring.cpp, src/call/surviving_memory.hpp): the rings' positions live in a file
+# (src/shmem/history_ring.cpp, src/call/surviving_memory.hpp): the rings' positions live in a file
 # mapped into the server's processes (pg_stat_tmp/querygate_history_positions, mode 0600), so that
 # after a worker killed with SIGKILL (PostgreSQL restarts every process) or an immediate stop, the
 # postmaster says how many records the rings held: a WARNING in the log, lost_at_restart in

@@ -1,4 +1,4 @@
-# The shared table of limit counts (src/call/limit_table.hpp): keys and policies have room of their
+# The shared table of limit counts (src/shmem/limit_table.hpp): keys and policies have room of their
 # own, so a flood of calls without credentials from ever new addresses (querygate.anonymous_rate_limit,
 # the addresses from a trusted proxy's X-Forwarded-For) takes no keyed caller's place; the
 # addresses' room takes the oldest address's place in constant time; an IPv6 caller is counted as

@@ -1,4 +1,4 @@
-# The export places (src/call/export_slots.hpp, src/http/file_answer.hpp): one caller, and one
+# The export places (src/shmem/export_slots.hpp, src/http/file_answer.hpp): one caller, and one
 # policy's callers together, hold at most querygate.caller_share of querygate.max_exports (3 of 4);
 # a reader that takes nothing is closed by the idle timeout and one slower than
 # querygate.export_min_rate over querygate.export_rate_window is closed, each giving its place

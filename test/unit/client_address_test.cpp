@@ -1,7 +1,7 @@
-// Tests of src/http/client_address.cpp: CIDR parsing and matching (IPv4, IPv6, IPv4-mapped IPv6
+// Tests of src/common/client_address.cpp: CIDR parsing and matching (IPv4, IPv6, IPv4-mapped IPv6
 // counted as IPv4), lists with bad entries, and the caller's address behind trusted proxies
 // (X-Forwarded-For believed only from a trusted peer, walked from the right, failing closed).
-#include "http/client_address.hpp"
+#include "common/client_address.hpp"
 #include "tap.hpp"
 
 #include <sys/socket.h>

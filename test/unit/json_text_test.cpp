@@ -1,8 +1,8 @@
-// Tests of src/http/json_text.cpp: UTF-8 validation and JSON string escaping (every output valid
+// Tests of src/common/json_text.cpp: UTF-8 validation and JSON string escaping (every output valid
 // UTF-8, an invalid byte becomes U+FFFD). The round trips parse the output back with
 // src/http/json_body.cpp.
 #include "http/json_body.hpp"
-#include "http/json_text.hpp"
+#include "common/json_text.hpp"
 #include "tap.hpp"
 
 #include <random>

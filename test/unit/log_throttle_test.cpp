@@ -1,6 +1,6 @@
-// Tests of src/http/log_throttle.hpp: the first message of a window is logged, the others only at
+// Tests of src/common/log_throttle.hpp: the first message of a window is logged, the others only at
 // the debug level, and one summary line per window counts them and quotes the last.
-#include "http/log_throttle.hpp"
+#include "common/log_throttle.hpp"
 #include "tap.hpp"
 
 #include <string>

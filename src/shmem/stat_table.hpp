@@ -4,7 +4,7 @@
 //
 // Only calls of a query that exists, by a caller whose policy may call it, are counted here: a
 // caller cannot make an entry for a name of its choosing. Everything else a worker answers is
-// counted by its own slot (worker/worker_load.hpp). The table holds querygate.stat_entries
+// counted by its own slot (shmem/worker_load.hpp). The table holds querygate.stat_entries
 // entries (a restart sizes it); a call that finds it full is counted as unrecorded, not dropped
 // silently, and querygate.stat_reset() empties it.
 #pragma once

@@ -1,6 +1,6 @@
 // The run history's rings: see history_ring.hpp. PostgreSQL side: fixed arrays in shared memory,
 // one a worker, each with a head its worker moves and a tail the writer moves, on lines apart.
-#include "call/history_ring.hpp"
+#include "shmem/history_ring.hpp"
 
 #include "call/surviving_memory.hpp"
 #include "common/settings.hpp"

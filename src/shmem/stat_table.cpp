@@ -3,7 +3,7 @@
 // and a spinlock per entry around its plain arithmetic; a process's kept counts in plain static
 // memory. Between a lock's acquire and release there
 // is nothing that can fail (HASH_ENTER_NULL), so no error can leave a lock held.
-#include "call/stat_table.hpp"
+#include "shmem/stat_table.hpp"
 
 #include "common/settings.hpp"
 #include "pg/pg_guard.hpp"

@@ -1,11 +1,11 @@
 // Connections per client address and in all: see connection_counts.hpp. Between a lock's acquire
 // and release there are only plain arithmetic and hash operations that cannot fail
 // (HASH_ENTER_NULL), so no error can leave the lock held.
-#include "worker/connection_counts.hpp"
+#include "shmem/connection_counts.hpp"
 
 #include "common/settings.hpp"
 #include "pg/pg_headers.hpp"
-#include "worker/worker_load.hpp"
+#include "shmem/worker_load.hpp"
 
 extern "C" {
 #include "storage/ipc.h"

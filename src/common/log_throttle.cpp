@@ -1,5 +1,5 @@
 // Rate limiting of caller-caused log messages: see log_throttle.hpp.
-#include "http/log_throttle.hpp"
+#include "common/log_throttle.hpp"
 
 bool LogThrottle::note(const std::string &message, Clock::time_point now)
 {

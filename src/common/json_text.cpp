@@ -1,5 +1,5 @@
 // JSON string escaping with UTF-8 validation: see json_text.hpp.
-#include "http/json_text.hpp"
+#include "common/json_text.hpp"
 
 namespace json_text {
 

@@ -2,7 +2,7 @@
 // ShmemInitStruct, a spinlock for its writers (readers take none: run_events.hpp), a flag per
 // worker that asks for a wake-up, and a small table of open streams per subject under a spinlock
 // of its own (streams open and close rarely; a linear look through it is shorter than a hash).
-#include "call/event_ring.hpp"
+#include "shmem/event_ring.hpp"
 
 #include "common/settings.hpp"
 #include "pg/pg_guard.hpp"

@@ -15,7 +15,7 @@ extern "C" {
 }
 
 #include "common/settings.hpp"
-#include "worker/worker_load.hpp"
+#include "shmem/worker_load.hpp"
 
 #include <climits>
 

@@ -1,5 +1,5 @@
 // The export slots: see export_slots.hpp.
-#include "call/export_slots.hpp"
+#include "shmem/export_slots.hpp"
 
 #include "pg/pg_headers.hpp"
 

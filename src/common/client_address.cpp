@@ -1,5 +1,7 @@
 // Client addresses and CIDRs: see client_address.hpp.
-#include "http/client_address.hpp"
+#include "common/client_address.hpp"
+
+#include "common/chars.hpp"
 
 #include <arpa/inet.h>
 #include <algorithm>
@@ -11,22 +13,13 @@ namespace client_address {
 
 namespace {
 
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-        s.remove_suffix(1);
-    return s;
-}
-
 // Parses an address; an IPv4-mapped IPv6 address becomes IPv4.
 bool parse_address(std::string_view text, int &family, unsigned char *addr)
 {
     // inet_pton reads a C string: a NUL would end the address early and hide what follows.
     if (text.find('\0') != std::string_view::npos)
         return false;
-    std::string t(trim(text));
+    std::string t(chars::trim_ows(text));
     if (t.size() > 2 && t.front() == '[' && t.back() == ']')
         t = t.substr(1, t.size() - 2);
     if (inet_pton(AF_INET, t.c_str(), addr) == 1) {
@@ -51,7 +44,7 @@ bool parse_address(std::string_view text, int &family, unsigned char *addr)
 
 bool parse_cidr(std::string_view text, Cidr &out)
 {
-    text = trim(text);
+    text = chars::trim_ows(text);
     size_t slash = text.find('/');
     std::string_view address = text.substr(0, slash);
     if (!parse_address(address, out.family, out.addr))
@@ -83,7 +76,7 @@ std::vector<Cidr> parse_list(std::string_view text, std::string &bad)
     size_t start = 0;
     while (start <= text.size()) {
         size_t comma = text.find(',', start);
-        std::string_view item = trim(text.substr(
+        std::string_view item = chars::trim_ows(text.substr(
             start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
         if (!item.empty()) {
             Cidr c;
@@ -150,7 +143,7 @@ std::string resolve(std::string_view peer, const std::string *forwarded_for,
     unsigned char addr[16];
     if (!parse_address(peer, family, addr))
         return std::string();
-    std::string current(trim(peer));
+    std::string current(chars::trim_ows(peer));
     if (!contains_any(trusted, current) || forwarded_for == nullptr)
         return current;
     // Walk X-Forwarded-For from the right: each hop was appended by the proxy after it.
@@ -158,7 +151,7 @@ std::string resolve(std::string_view peer, const std::string *forwarded_for,
     while (!list.empty()) {
         size_t comma = list.rfind(',');
         std::string_view hop =
-            trim(comma == std::string_view::npos ? list : list.substr(comma + 1));
+            chars::trim_ows(comma == std::string_view::npos ? list : list.substr(comma + 1));
         if (!parse_address(hop, family, addr))
             return std::string(); // a malformed hop: the client is unknown, which fails closed
         current = std::string(hop);

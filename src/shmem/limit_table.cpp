@@ -13,7 +13,7 @@
 // new keys, which is why the counts are not kept in them). Measured on a kept scale-10 bench
 // cluster, lookups at 32 connections with a key's limits on against off (ABBA, perf): the LWLock
 // pair, the hash and the key's compare were about half of what limits cost a call.
-#include "call/limit_table.hpp"
+#include "shmem/limit_table.hpp"
 
 #include "common/settings.hpp"
 #include "pg/pg_guard.hpp"
