@@ -16,7 +16,7 @@ EXTRA_CLEAN = $(EXTENSION).control
 # compiled without PostgreSQL's include directories and with QUERYGATE_PLAIN_CXX defined, so a
 # file there that includes a PostgreSQL header, directly or through one of ours, fails to build:
 # the compiler is the boundary check.
-PLAIN_DIRS = common http auth rules
+PLAIN_DIRS = common http api auth rules
 SRCS = $(sort $(wildcard src/*.cpp src/*/*.cpp))
 OBJS = $(SRCS:.cpp=.o)
 PLAIN_OBJS = $(filter $(addprefix src/,$(addsuffix /%,$(PLAIN_DIRS))),$(OBJS))

@@ -34,3 +34,30 @@ void error_body::write(const ApiError &error, const std::string &request_id, std
     }
     b.push_back('}');
 }
+
+std::string bearer_challenge(const std::string &description)
+{
+    std::string out = "Bearer error=\"invalid_token\", error_description=\"";
+    for (const char c : description) {
+        const auto u = static_cast<unsigned char>(c);
+        out.push_back(u >= 0x20 && u <= 0x7E && c != '"' && c != '\\' ? c : '?');
+    }
+    out.push_back('"');
+    return out;
+}
+
+void write_error(HttpResponse &response, const ApiError &error, const std::string &request_id)
+{
+    response.status = error.status;
+    response.error_code = error.code;
+    response.content_type = "application/json";
+    error_body::write(error, request_id, response.body);
+    if (!error.allow.empty())
+        response.add_header("Allow", error.allow);
+    // A challenge goes with a 401 only (/mcp answers a refused key or token 403: mcp_endpoint).
+    if (error.status == 401 && (error.code == error_code::invalid_token.code ||
+                                error.code == error_code::token_expired.code))
+        response.add_header("WWW-Authenticate", bearer_challenge(error.message));
+    else if (error.status == 401)
+        response.add_header("WWW-Authenticate", "Bearer");
+}

@@ -48,7 +48,7 @@
 #pragma once
 
 #include "common/call.hpp"
-#include "http/request_handler.hpp"
+#include "api/request_handler.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -57,14 +57,14 @@
 #include <string>
 #include <vector>
 
-class CallHelpers final : public CallHandOff {
+class CallHelpers final : public services::HandOff {
   public:
     CallHelpers();
     ~CallHelpers() override;
     CallHelpers(const CallHelpers &) = delete;
     CallHelpers &operator=(const CallHelpers &) = delete;
 
-    // CallHandOff: sends the call to an idle helper (starting one if none is idle and there is
+    // services::HandOff: sends the call to an idle helper (starting one if none is idle and there is
     // room) when its caller and policy are within their shares, or else queues it for the first
     // helper that is free to it; false when this worker has no helper at all and none can start
     // (the worker then runs it).

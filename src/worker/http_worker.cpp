@@ -41,7 +41,7 @@ extern "C" {
 #include "worker/event_pump.hpp"
 #include "worker/group_commit.hpp"
 #include "worker/tls_files.hpp"
-#include "http/request_handler.hpp"
+#include "api/request_handler.hpp"
 #include "common/settings.hpp"
 #include "worker/stats_reporter.hpp"
 #include "worker/wal_flusher.hpp"

@@ -1,6 +1,6 @@
-// Fuzzes request handling without a server (src/http/request_handler): routing, credentials,
+// Fuzzes request handling without a server (src/api/request_handler): routing, credentials,
 // request ids, X-Forwarded-For behind querygate.trusted_proxies, paging options, the query string
-// and the JSON body, and every error body, with a fake QueryRunner (fake_query_runner.cpp) that
+// and the JSON body, and every error body, with a fake database side (fake_database.cpp) that
 // returns a fixed result. The request is derived from the input with FuzzedDataProvider:
 //   from the end: max_page_size (3 bytes), a mode byte (0 mod 16: the request is refused as too
 //   large, as libmicrohttpd does), the method (0 to 6 a usual one, 7 one from the input), the
@@ -23,10 +23,10 @@
 #include "http/answer_encoding.hpp"
 #include "http/cors.hpp"
 #include "http/json_body.hpp"
-#include "http/request_handler.hpp"
+#include "api/request_handler.hpp"
 
 #include "common/settings.hpp"
-#include "fake_query_runner.hpp"
+#include "fake_database.hpp"
 #include "fuzz_check.hpp"
 
 #include <fuzzer/FuzzedDataProvider.h>
@@ -116,7 +116,7 @@ const char metrics_token[] = "fuzz-token";
 // sample, every sample's family announced first.
 void check_metrics(const HttpRequest &request, const HttpResponse &response)
 {
-    FUZZ_CHECK(fake_runner::metrics_token != nullptr);
+    FUZZ_CHECK(fake_database::metrics_token != nullptr);
     FUZZ_CHECK(request.method == "GET" || request.method == "HEAD");
     const std::string *auth = request.header("authorization");
     FUZZ_CHECK(auth != nullptr && auth->size() > 7 &&
@@ -170,7 +170,7 @@ bool check_mcp(const HttpRequest &request, const HttpResponse &response, int cal
 {
     if (response.status == 202) {
         FUZZ_CHECK(request.method == "POST" && response.body.empty());
-        FUZZ_CHECK(fake_runner::calls == calls_before);
+        FUZZ_CHECK(fake_database::calls == calls_before);
         return true;
     }
     const bool unreadable = response.status == 400 && response.error_code == "invalid_message";
@@ -195,7 +195,7 @@ bool check_mcp(const HttpRequest &request, const HttpResponse &response, int cal
         FUZZ_CHECK(code != nullptr && code->kind == Kind::number);
     }
     // The runner runs a tools/call with credentials only, never more than once.
-    const int calls = fake_runner::calls - calls_before;
+    const int calls = fake_database::calls - calls_before;
     FUZZ_CHECK(calls <= 1);
     if (calls == 1)
         FUZZ_CHECK(request.header("x-api-key") != nullptr || request.header("authorization"));
@@ -245,7 +245,7 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
                                             : !response.length_unknown && response.stream);
         return;
     }
-    bool runner_called = fake_runner::calls != calls_before;
+    bool runner_called = fake_database::calls != calls_before;
     // 304: a GET call whose If-None-Match names the answer's tag, sent without a body.
     if (response.status == 304) {
         std::string if_none_match;
@@ -256,10 +256,10 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
         FUZZ_CHECK(response.body.empty());
         return;
     }
-    // A call's rows come in its format (the fake runner's body is JSON whatever it is asked);
+    // A call's rows come in its format (the fake database's body is JSON whatever it is asked);
     // everything else, errors above all, is JSON.
     const AnswerFormat format =
-        runner_called && response.status == 200 ? fake_runner::last.format : AnswerFormat::json;
+        runner_called && response.status == 200 ? fake_database::last.format : AnswerFormat::json;
     FUZZ_CHECK(response.content_type == answer_format::of(format).content_type);
     for (const auto &h : response.headers)
         FUZZ_CHECK(h.value.find_first_of(std::string("\r\n\0", 3)) == std::string::npos);
@@ -280,7 +280,7 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
     FUZZ_CHECK(json_body::parse(response.body, body, error));
     FUZZ_CHECK(body.kind == Kind::object || (response.status == 200 && body.kind == Kind::array));
 
-    FUZZ_CHECK(fake_runner::calls - calls_before <= 1);
+    FUZZ_CHECK(fake_database::calls - calls_before <= 1);
     const std::string &path = request.path;
     bool query_path =
         path.size() > 3 && path.compare(0, 3, "/q/") == 0 && path.find('/', 3) == std::string::npos;
@@ -290,7 +290,7 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
         FUZZ_CHECK(!refused && (query_path || path == "/mcp"));
         FUZZ_CHECK(!has_control(path));
         FUZZ_CHECK(request.method == "GET" || request.method == "POST");
-        const CallRequest &call = fake_runner::last;
+        const CallRequest &call = fake_database::last;
         FUZZ_CHECK(!query_path || call.query == path.substr(3));
         FUZZ_CHECK(!call.secret.empty() || !call.bearer_token.empty());
         FUZZ_CHECK(call.page >= 1 && call.page <= 1000000000L);
@@ -321,8 +321,8 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
                        status->text == expected);
             return;
         }
-        FUZZ_CHECK(runner_called && fake_runner::last.query != "invalid" &&
-                   fake_runner::last.query != "limited");
+        FUZZ_CHECK(runner_called && fake_database::last.query != "invalid" &&
+                   fake_database::last.query != "limited");
         const std::string *page = response_header(response, "X-Page");
         const std::string *size = response_header(response, "X-Page-Size");
         const std::string *more = response_header(response, "X-Has-More");
@@ -358,10 +358,10 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
     FUZZ_CHECK(header_count(response, "RateLimit-Limit") == 0);
     if (refused)
         FUZZ_CHECK(code->text == "payload_too_large");
-    // The fake runner refuses two queries, each with its own code (fake_query_runner.cpp).
+    // The fake database refuses two queries, each with its own code (fake_database.cpp).
     if (runner_called)
-        FUZZ_CHECK((fake_runner::last.query == "invalid" && code->text == "param_invalid") ||
-                   (fake_runner::last.query == "limited" && code->text == "quota_exceeded"));
+        FUZZ_CHECK((fake_database::last.query == "invalid" && code->text == "param_invalid") ||
+                   (fake_database::last.query == "limited" && code->text == "quota_exceeded"));
 }
 
 // Keeps the access log's lines; check_log judges them after the answer.
@@ -400,7 +400,7 @@ void check_log(const KeptLog &log, const HttpRequest &request, const HttpRespons
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static KeptLog log;
-    static RequestHandler handler(fake_runner::instance(), nullptr, &log);
+    static RequestHandler handler(fake_database::instance(), nullptr, &log);
     static event_stream::Streams streams;
     handler.set_event_streams(&streams);
     static std::string trusted;
@@ -411,7 +411,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool refused = mode == 0;
     settings::log_requests = mode % 3;
     settings::log_requests_format = (mode / 3) % 2;
-    fake_runner::metrics_token = mode % 2 == 0 ? metrics_token : nullptr;
+    fake_database::metrics_token = mode % 2 == 0 ? metrics_token : nullptr;
     settings::history = mode >= 8;
     settings::event_buffer = mode % 5 == 2 ? 0 : 8;
     static char listed[] = "https://app.example, http://localhost:3000/";
@@ -457,9 +457,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     request.body = in.ConsumeRemainingBytesAsString();
 
-    int calls_before = fake_runner::calls;
+    int calls_before = fake_database::calls;
     const RequestHandler::Counts counts_before = handler.counts();
-    const int recorded_before = fake_runner::recorded;
+    const int recorded_before = fake_database::recorded;
     HttpResponse response;
     log.lines.clear();
     if (refused)
@@ -480,9 +480,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     // POST /mcp may make one too.
     const bool recording = settings::history || settings::event_buffer > 0;
     if (request.path != "/mcp")
-        FUZZ_CHECK(fake_runner::recorded - recorded_before == (recording && call ? 1 : 0));
+        FUZZ_CHECK(fake_database::recorded - recorded_before == (recording && call ? 1 : 0));
     if (recording && call)
-        FUZZ_CHECK(fake_runner::last_record_status == response.status);
+        FUZZ_CHECK(fake_database::last_record_status == response.status);
     // GET /events: a stream exactly when it opened (200, text/event-stream), counted; its place
     // given back once its connection is gone.
     const bool opened =
@@ -490,15 +490,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(static_cast<bool>(response.stream) == opened);
     if (opened) {
         FUZZ_CHECK(response.content_type == "text/event-stream");
-        FUZZ_CHECK(settings::event_buffer > 0 && fake_runner::streams >= 1);
+        FUZZ_CHECK(settings::event_buffer > 0 && fake_database::streams >= 1);
         char first[64];
         const long n = response.stream->read(first, sizeof(first));
         FUZZ_CHECK(n > 0 &&
                    std::string(first, static_cast<std::size_t>(n)).rfind("retry: ", 0) == 0);
         response.stream->closed();
     }
-    streams.sweep([](const std::string &) { fake_runner::streams--; });
-    FUZZ_CHECK(streams.size() == 0 && fake_runner::streams == 0);
+    streams.sweep([](const std::string &) { fake_database::streams--; });
+    FUZZ_CHECK(streams.size() == 0 && fake_database::streams == 0);
     check_log(log, request, response);
     return 0;
 }

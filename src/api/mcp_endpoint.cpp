@@ -1,10 +1,9 @@
-// POST /mcp, the request handler's side (request_handler.hpp): the transport's checks, and
-// tools/list and tools/call through the same description and call path as /openapi.json and
-// /q/{name}; the messages themselves are mcp.hpp's. Plain C++.
-#include "http/request_handler.hpp"
+// POST /mcp: see mcp_endpoint.hpp.
+#include "api/mcp_endpoint.hpp"
 
 #include "common/settings.hpp"
 #include "http/error_body.hpp"
+#include "http/limit_fields.hpp"
 #include "http/mcp.hpp"
 #include "http/paging_args.hpp"
 
@@ -30,9 +29,11 @@ ApiError refused_presented(const ApiError &error)
 // a message that cannot be read) and the caller's (a key that is not one: 403, or 401 without
 // any; a limit, an overload) are HTTP statuses with the usual error body; a refusal of the call
 // itself is the tool's error.
-void RequestHandler::handle_mcp(const HttpRequest &request, HttpResponse &response,
-                                const std::string &id, Logged &logged)
+void McpEndpoint::handle(Exchange &ex)
 {
+    const HttpRequest &request = ex.request;
+    HttpResponse &response = ex.response;
+    const std::string &id = ex.id;
     if (request.method != "POST") {
         // No stream of the server's own to GET, and no session to DELETE.
         ApiError e = api_errors::make(error_code::method_not_allowed, "use POST on /mcp");
@@ -41,8 +42,7 @@ void RequestHandler::handle_mcp(const HttpRequest &request, HttpResponse &respon
         return;
     }
     if (const std::string *origin = request.header("origin");
-        origin != nullptr &&
-        !mcp::origin_allowed(*origin, cors::allowed(cors_origins(), *origin))) {
+        origin != nullptr && !mcp::origin_allowed(*origin, cors::allowed(ex.origins, *origin))) {
         write_error(response,
                     api_errors::make(error_code::origin_not_allowed,
                                      "this origin may not call /mcp: list it in "
@@ -83,21 +83,7 @@ void RequestHandler::handle_mcp(const HttpRequest &request, HttpResponse &respon
     } else if (method == "ping") {
         response.body = mcp::result(message.id, "{}");
     } else if (method == "tools/list") {
-        const CallRequest call = start_call(request, std::string(), id, logged);
-        LimitReport limits;
-        api_description::Api api;
-        // Without a key or token nothing may be called: the list is empty (the address's limit
-        // still counts it).
-        ApiError error = call.secret.empty() && call.bearer_token.empty()
-                             ? runner_.limit_anonymous(call.client_ip, limits)
-                             : runner_.describe(call, api, limits);
-        if (error.set()) {
-            write_error(response, refused_presented(error), id);
-            add_limit_headers(response, limits);
-            return;
-        }
-        add_limit_headers(response, limits);
-        response.body = mcp::result(message.id, mcp::tools_list_result(api));
+        list_tools(ex, message.id);
     } else if (method == "tools/call") {
         std::string name;
         const json_body::Value *args = nullptr;
@@ -105,8 +91,7 @@ void RequestHandler::handle_mcp(const HttpRequest &request, HttpResponse &respon
             response.body = mcp::error(message.id, mcp::invalid_params, reason);
             return;
         }
-        if (call_tool(request, name, args, message.id, response, id, logged) ==
-            ToolOutcome::unknown)
+        if (call_tool(ex, name, args, message.id) == ToolOutcome::unknown)
             unknown_tool(response, message.id, name);
     } else {
         response.body = mcp::error(message.id, mcp::method_not_found,
@@ -115,13 +100,34 @@ void RequestHandler::handle_mcp(const HttpRequest &request, HttpResponse &respon
     }
 }
 
-RequestHandler::ToolOutcome
-RequestHandler::call_tool(const HttpRequest &request, const std::string &name,
-                          const json_body::Value *args, const std::string &rpc_id,
-                          HttpResponse &response, const std::string &id, Logged &logged)
+// tools/list: what the caller may call, as tools; nothing without a key or token.
+void McpEndpoint::list_tools(Exchange &ex, const std::string &rpc_id)
 {
-    CallRequest call = start_call(request, name, id, logged);
-    if (refused_without_credentials(call, response, id, logged))
+    HttpResponse &response = ex.response;
+    const std::string &id = ex.id;
+    const CallRequest call = path_.start_call(ex, std::string());
+    LimitReport limits;
+    api_description::Api api;
+    // Without a key or token nothing may be called: the list is empty (the address's limit
+    // still counts it).
+    ApiError error = call.secret.empty() && call.bearer_token.empty()
+                         ? calls_.limit_anonymous(call.client_ip, limits)
+                         : describer_.describe(call, api, limits);
+    if (error.set()) {
+        write_error(response, refused_presented(error), id);
+        limit_fields::add_headers(response, limits);
+        return;
+    }
+    limit_fields::add_headers(response, limits);
+    response.body = mcp::result(rpc_id, mcp::tools_list_result(api));
+}
+
+McpEndpoint::ToolOutcome McpEndpoint::call_tool(Exchange &ex, const std::string &name,
+                                                const json_body::Value *args,
+                                                const std::string &rpc_id)
+{
+    CallRequest call = path_.start_call(ex, name);
+    if (path_.refused_without_credentials(ex, call))
         return ToolOutcome::refused;
     // page and page_size as /q/{name} takes them (no parameter has either name); a wrong one is
     // the tool's error, before anything runs, as /q/{name}'s 400 is.
@@ -140,38 +146,37 @@ RequestHandler::call_tool(const HttpRequest &request, const std::string &name,
             p.value = v.text;
             call.params.push_back(std::move(p));
         }
-    // A write, or a slow read, goes to a helper as a call of /q/{name} does; its answer is made
-    // when the result is back (finish).
     CallResult result;
-    if (paging.set())
+    if (paging.set()) {
         result.error = std::move(paging);
-    else
-        result = runner_.run(call, hand_off_ != nullptr);
-    logged.key = std::move(result.key_name);
-    logged.policy = std::move(result.policy);
-    if (result.for_helper) {
-        Later waiting = later_for(request, call, id, logged, result);
-        waiting.rpc_id = rpc_id;
-        waiting.tool = name;
-        if (elsewhere(std::move(waiting), call, result, response))
-            return ToolOutcome::answered; // later
+        CallPath::note_result(ex.trace, result);
+    } else if (path_.run(ex, call, result, rpc_id, name)) {
+        // A write, or a slow read, went to a helper as a call of /q/{name} does; its answer is
+        // made when the result is back (answer_later).
+        return ToolOutcome::answered;
     }
-    note_result(logged, result);
-    return tool_answer(result, rpc_id, response, id);
+    return tool_answer(result, rpc_id, ex.response, ex.id);
 }
 
-void RequestHandler::unknown_tool(HttpResponse &response, const std::string &rpc_id,
-                                  const std::string &name)
+void McpEndpoint::answer_later(const CallPath::Later &later, CallResult &result,
+                               HttpResponse &response)
+{
+    response.status = 200; // as POST /mcp answers a tool call
+    response.content_type = "application/json";
+    if (tool_answer(result, later.rpc_id, response, later.request_id) == ToolOutcome::unknown)
+        unknown_tool(response, later.rpc_id, later.tool);
+}
+
+void McpEndpoint::unknown_tool(HttpResponse &response, const std::string &rpc_id,
+                               const std::string &name)
 {
     // Not granted reads as not there, as /q/{name}'s 404 does.
     response.body = mcp::error(rpc_id, mcp::invalid_params, "unknown tool: " + name,
                                error_code::query_not_found.code);
 }
 
-RequestHandler::ToolOutcome RequestHandler::tool_answer(CallResult &result,
-                                                        const std::string &rpc_id,
-                                                        HttpResponse &response,
-                                                        const std::string &id)
+McpEndpoint::ToolOutcome McpEndpoint::tool_answer(CallResult &result, const std::string &rpc_id,
+                                                  HttpResponse &response, const std::string &id)
 {
     const ApiError &error = result.error;
     // A write on a hot standby is this tool's refusal here (the agent may call it elsewhere),
@@ -182,12 +187,12 @@ RequestHandler::ToolOutcome RequestHandler::tool_answer(CallResult &result,
         // The caller's key, its limits or the server's state: HTTP's answer, as for /q/{name}
         // (a tool call that got this far presented a key or a token).
         write_error(response, refused_presented(error), id);
-        add_limit_headers(response, result.limits);
+        limit_fields::add_headers(response, result.limits);
         if (error.status == 503)
             response.add_header("Retry-After", "1");
         return ToolOutcome::refused;
     }
-    add_limit_headers(response, result.limits);
+    limit_fields::add_headers(response, result.limits);
     if (error.code == error_code::query_not_found.code) {
         response.error_code = error.code;
         return ToolOutcome::unknown;

@@ -1,8 +1,9 @@
-// A fake QueryRunner: records the request and returns a fixed CallResult, a page of one row, or,
-// for the query named "invalid", the error bind_params would give for parameters it does not know
-// (names are the caller's bytes, as in a real error body). Also the settings the handler reads,
-// which PostgreSQL defines in the server (src/pg/settings.cpp); the fuzz targets set them.
-#include "fake_query_runner.hpp"
+// The database side without a database: records the request and returns a fixed CallResult, a page
+// of one row, or, for the query named "invalid", the error bind_params would give for parameters it
+// does not know (names are the caller's bytes, as in a real error body). Also the settings the
+// handler reads, which PostgreSQL defines in the server (src/pg/settings.cpp); the fuzz targets set
+// them.
+#include "fake_database.hpp"
 
 #include "auth/secrets.hpp"
 #include "common/run_events.hpp"
@@ -12,30 +13,20 @@
 #include <memory>
 #include <vector>
 
-class GroupCommit {}; // the worker's (src/worker/group_commit.hpp); the fake holds no answers
-
-struct QueryRunner::State {};
-
-QueryRunner::QueryRunner(GroupCommit &) : state_(std::make_unique<State>()) {}
-
-QueryRunner::~QueryRunner() = default;
-
-void QueryRunner::start() {}
-
-ApiError QueryRunner::ready(Role *)
+ApiError FakeDatabase::ready(Role *)
 {
     return ApiError();
 }
 
-// The token of fake_runner::metrics_token, compared as the server does.
-bool QueryRunner::metrics_token_accepted(const std::string &presented, bool &configured)
+// The token of fake_database::metrics_token, compared as the server does.
+bool FakeDatabase::metrics_token_accepted(const std::string &presented, bool &configured)
 {
-    configured = fake_runner::metrics_token != nullptr;
-    return configured && secrets::same_secret(presented, fake_runner::metrics_token);
+    configured = fake_database::metrics_token != nullptr;
+    return configured && secrets::same_secret(presented, fake_database::metrics_token);
 }
 
 // A fixed snapshot, with a query name that needs every escape of a label value.
-ApiError QueryRunner::metrics(metrics::Snapshot &snapshot)
+ApiError FakeDatabase::metrics(metrics::Snapshot &snapshot)
 {
     metrics::QueryStats q;
     q.query = "odd\"name\\with\nescapes";
@@ -54,24 +45,24 @@ ApiError QueryRunner::metrics(metrics::Snapshot &snapshot)
     return ApiError();
 }
 
-void QueryRunner::record(const CallRecord &call) noexcept
+void FakeDatabase::record(const CallRecord &call) noexcept
 {
-    fake_runner::recorded++;
-    fake_runner::last_record_status = call.status;
+    fake_database::recorded++;
+    fake_database::last_record_status = call.status;
 }
 
-void QueryRunner::release(LimitHold &hold)
+void FakeDatabase::release(LimitHold &hold)
 {
     hold = LimitHold();
 }
 
-void QueryRunner::release_export(int) {} // the fake answers no export
-void QueryRunner::charge_export(const LimitHold &, unsigned long long) {}
+void FakeDatabase::release_export(int) {} // the fake answers no export
+void FakeDatabase::charge_export(const LimitHold &, unsigned long long) {}
 
-void QueryRunner::helper_ran(const std::string &, long long, long long) {} // nor hands any off
+void FakeDatabase::helper_ran(const std::string &, long long, long long) {} // nor hands any off
 
 // One query with a parameter and a masked column: enough for the documents to be made.
-ApiError QueryRunner::describe(const CallRequest &, api_description::Api &out, LimitReport &)
+ApiError FakeDatabase::describe(const CallRequest &, api_description::Api &out, LimitReport &)
 {
     api_description::Query q;
     q.name = "fixed";
@@ -88,9 +79,9 @@ ApiError QueryRunner::describe(const CallRequest &, api_description::Api &out, L
 }
 
 // Every third call without credentials is over the address's limit.
-ApiError QueryRunner::limit_anonymous(const std::string &, LimitReport &report)
+ApiError FakeDatabase::limit_anonymous(const std::string &, LimitReport &report)
 {
-    if (++fake_runner::anonymous % 3 != 0)
+    if (++fake_database::anonymous % 3 != 0)
         return ApiError();
     report.present = true;
     report.limit = 10;
@@ -100,8 +91,8 @@ ApiError QueryRunner::limit_anonymous(const std::string &, LimitReport &report)
 }
 
 // GET /events: a key "no-events" is not granted events; any other may watch the query "fixed".
-ApiError QueryRunner::watch_events(const CallRequest &request, bool, event_stream::Audience &out,
-                                   LimitReport &)
+ApiError FakeDatabase::watch_events(const CallRequest &request, bool, event_stream::Audience &out,
+                                    LimitReport &)
 {
     if (request.secret == "no-events")
         return api_errors::make(error_code::events_not_granted, "not granted");
@@ -113,13 +104,8 @@ ApiError QueryRunner::watch_events(const CallRequest &request, bool, event_strea
     return ApiError();
 }
 
-std::uint64_t QueryRunner::catalog_generation()
-{
-    return 1;
-}
-
 // A ring of eight events with three in it, while querygate.event_buffer is set.
-const run_events::Ring *QueryRunner::events() const
+const run_events::Ring *FakeDatabase::events() const
 {
     static std::vector<unsigned char> memory(run_events::size_of(8));
     static run_events::Ring *ring = [] {
@@ -136,23 +122,23 @@ const run_events::Ring *QueryRunner::events() const
 }
 
 // Two streams of a key at most.
-bool QueryRunner::take_stream(const std::string &)
+bool FakeDatabase::take_stream(const std::string &)
 {
-    if (fake_runner::streams >= 2)
+    if (fake_database::streams >= 2)
         return false;
-    fake_runner::streams++;
+    fake_database::streams++;
     return true;
 }
 
-void QueryRunner::give_stream(const std::string &)
+void FakeDatabase::give_stream(const std::string &)
 {
-    fake_runner::streams--;
+    fake_database::streams--;
 }
 
-CallResult QueryRunner::run(const CallRequest &request, bool)
+CallResult FakeDatabase::run(const CallRequest &request, bool)
 {
-    fake_runner::calls++;
-    fake_runner::last = request;
+    fake_database::calls++;
+    fake_database::last = request;
     CallResult result;
     if (request.query == "limited") {
         result.limits.present = true;
@@ -173,7 +159,7 @@ CallResult QueryRunner::run(const CallRequest &request, bool)
     return result;
 }
 
-namespace fake_runner {
+namespace fake_database {
 
 int calls = 0;
 int anonymous = 0;
@@ -183,14 +169,13 @@ int streams = 0;
 CallRequest last;
 const char *metrics_token = nullptr;
 
-QueryRunner &instance()
+FakeDatabase &instance()
 {
-    static GroupCommit group_commit;
-    static QueryRunner runner(group_commit);
-    return runner;
+    static FakeDatabase database;
+    return database;
 }
 
-} // namespace fake_runner
+} // namespace fake_database
 
 namespace settings {
 

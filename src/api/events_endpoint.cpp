@@ -1,11 +1,10 @@
-// GET /events: a stream of run events (http/event_stream.hpp) for a caller whose policy is
-// granted them, in the HTML Living Standard's event-stream format. The stream is opened here, after
-// the checks a call has (credentials, limits) and its own (the policy's grant, the caps); the
-// worker's rounds (worker/event_pump.hpp) fill it.
-#include "http/request_handler.hpp"
+// GET /events: see events_endpoint.hpp.
+#include "api/events_endpoint.hpp"
 
 #include "common/settings.hpp"
-#include "http/event_stream.hpp"
+#include "http/credentials.hpp"
+#include "http/error_body.hpp"
+#include "http/limit_fields.hpp"
 
 #include <algorithm>
 
@@ -35,10 +34,12 @@ void refuse_for_room(HttpResponse &response, const ErrorCode &code, const char *
 
 } // namespace
 
-void RequestHandler::handle_events(const HttpRequest &request, HttpResponse &response,
-                                   const std::string &id, Logged &logged)
+void EventsEndpoint::handle(Exchange &ex)
 {
-    const run_events::Ring *ring = runner_.events();
+    const HttpRequest &request = ex.request;
+    HttpResponse &response = ex.response;
+    const std::string &id = ex.id;
+    const run_events::Ring *ring = events_.events();
     if (ring == nullptr || streams_ == nullptr) {
         write_error(response,
                     api_errors::make(error_code::not_found,
@@ -52,17 +53,17 @@ void RequestHandler::handle_events(const HttpRequest &request, HttpResponse &res
         write_error(response, e, id);
         return;
     }
-    CallRequest call = start_call(request, std::string(), id, logged);
+    CallRequest call = path_.start_call(ex, std::string());
     // A browser's EventSource cannot send a header: the key or token may come as
     // ?access_token= (RFC 6750, 2.3), on this endpoint only. The access log never writes a query
     // string; a proxy in front may, which the README says.
     if (call.secret.empty() && call.bearer_token.empty())
         for (const auto &arg : request.args)
             if (arg.first == "access_token") {
-                presented_token(arg.second, call);
+                credentials::presented_token(arg.second, call);
                 break;
             }
-    if (refused_without_credentials(call, response, id, logged))
+    if (path_.refused_without_credentials(ex, call))
         return;
     if (streams_->size() >= static_cast<std::size_t>(settings::max_event_streams)) {
         refuse_for_room(response, error_code::streams_full,
@@ -73,33 +74,41 @@ void RequestHandler::handle_events(const HttpRequest &request, HttpResponse &res
     }
     event_stream::Audience audience;
     LimitReport limits;
-    if (ApiError error = runner_.watch_events(call, true, audience, limits); error.set()) {
+    if (ApiError error = events_.watch_events(call, true, audience, limits); error.set()) {
         write_error(response, error, id);
-        add_limit_headers(response, limits);
+        limit_fields::add_headers(response, limits);
         return;
     }
-    logged.key = audience.key;
-    logged.policy = audience.policy;
+    ex.trace.key = audience.key;
+    ex.trace.policy = audience.policy;
     // HEAD: the head a GET would have, and no stream (RFC 9110 9.3.2: no body, ever; the server
     // would not send it either). It takes no place among the streams.
     if (request.method == "HEAD") {
         response.status = 200;
         response.content_type = "text/event-stream";
         response.add_header("X-Accel-Buffering", "no");
-        add_limit_headers(response, limits);
+        limit_fields::add_headers(response, limits);
         response.length_unknown = true;
         return;
     }
-    const std::uint64_t newest = ring->last.load(std::memory_order_acquire);
+    open(ex, *ring, std::move(call), std::move(audience), limits);
+}
+
+void EventsEndpoint::open(Exchange &ex, const run_events::Ring &ring, CallRequest call,
+                          event_stream::Audience audience, const LimitReport &limits)
+{
+    HttpResponse &response = ex.response;
+    const std::string &id = ex.id;
+    const std::uint64_t newest = ring.last.load(std::memory_order_acquire);
     std::uint64_t from = newest;
-    if (last_event_id(request, from))
+    if (last_event_id(ex.request, from))
         from = std::min(from, newest); // an id from before a restart: from now on
     auto stream = std::make_shared<event_stream::Stream>(std::move(call), std::move(audience), from,
                                                          event_stream::Clock::now());
-    event_stream::catch_up(*ring, *stream);
+    event_stream::catch_up(ring, *stream);
     streams_->reserve_one();
     const std::string &subject = stream->audience().subject;
-    if (!runner_.take_stream(subject)) {
+    if (!events_.take_stream(subject)) {
         refuse_for_room(response, error_code::too_many_streams,
                         "this key holds as many event streams as "
                         "querygate.max_event_streams_per_key allows",
@@ -113,9 +122,9 @@ void RequestHandler::handle_events(const HttpRequest &request, HttpResponse &res
         response.content_type = "text/event-stream";
         // nginx would buffer the stream whole otherwise.
         response.add_header("X-Accel-Buffering", "no");
-        add_limit_headers(response, limits);
+        limit_fields::add_headers(response, limits);
     } catch (...) {
-        runner_.give_stream(subject);
+        events_.give_stream(subject);
         throw;
     }
     response.stream = stream;
