@@ -72,7 +72,7 @@ test-sanitize:
 # the first thing to do on a new machine.
 warm-cache:
 	scripts/warm-cache
-# Builds Citus (once, cached) from its source and runs the Citus suite (README, Scaling out).
+# Builds Citus (once, cached) from its source and runs the Citus suite (docs/scaling.md, Citus).
 test-citus:
 	scripts/build-citus && FUZZ_SECONDS=0 REGRESS_TESTS=keys PROVE_TESTS=test/t/065_citus.pl test/run
 

@@ -5,7 +5,7 @@
 # path followed by another request (no body after the head), and valid calls among them, from
 # several connections at once. Pass: every answer is well-formed HTTP with the documented JSON on
 # errors, every valid call gets its row, no worker restarts, and the server log shows no crash.
-# HOSTILE_REQUESTS sets how many (5000 here; the long run in the README sends a million).
+# HOSTILE_REQUESTS sets how many (5000 here; the long run in docs/testing.md sends a million).
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;

@@ -11,7 +11,7 @@
 # Runs when Citus is installed in the PostgreSQL under test (scripts/build-citus); skips otherwise.
 #
 # A policy's role must be able to log in: Citus reaches the workers' shards over connections as
-# the current user, which for a call is the policy's role (README, Scaling out).
+# the current user, which for a call is the policy's role (docs/scaling.md, Citus).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
