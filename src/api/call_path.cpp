@@ -6,7 +6,7 @@
 #include "http/answer_encoding.hpp"
 #include "http/credentials.hpp"
 #include "http/error_body.hpp"
-#include "http/limit_fields.hpp"
+#include "api/limit_headers.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -58,7 +58,7 @@ bool CallPath::refused_without_credentials(Exchange &ex, const CallRequest &call
     LimitReport report;
     ApiError limited = calls_.limit_anonymous(call.client_ip, report);
     write_error(ex.response, limited.set() ? limited : api_errors::unauthorized(), ex.id);
-    limit_fields::add_headers(ex.response, report);
+    limit_headers::add(ex.response, report);
     return true;
 }
 

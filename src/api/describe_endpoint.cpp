@@ -3,7 +3,7 @@
 
 #include "http/credentials.hpp"
 #include "http/error_body.hpp"
-#include "http/limit_fields.hpp"
+#include "api/limit_headers.hpp"
 #include "http/openapi.hpp"
 
 void DescribeEndpoint::handle(Exchange &ex, bool openapi_document)
@@ -25,16 +25,16 @@ void DescribeEndpoint::handle(Exchange &ex, bool openapi_document)
     if (call.secret.empty() && call.bearer_token.empty()) {
         ApiError limited = calls_.limit_anonymous(call.client_ip, limits);
         write_error(response, limited.set() ? limited : api_errors::unauthorized(), id);
-        limit_fields::add_headers(response, limits);
+        limit_headers::add(response, limits);
         return;
     }
     api_description::Api api;
     if (ApiError error = describer_.describe(call, api, limits); error.set()) {
         write_error(response, error, id);
-        limit_fields::add_headers(response, limits);
+        limit_headers::add(response, limits);
         return;
     }
-    limit_fields::add_headers(response, limits);
+    limit_headers::add(response, limits);
     response.status = 200;
     response.body = openapi_document ? openapi::document(api) : openapi::catalog(api);
 }

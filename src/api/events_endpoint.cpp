@@ -4,7 +4,7 @@
 #include "common/settings.hpp"
 #include "http/credentials.hpp"
 #include "http/error_body.hpp"
-#include "http/limit_fields.hpp"
+#include "api/limit_headers.hpp"
 
 #include <algorithm>
 
@@ -76,7 +76,7 @@ void EventsEndpoint::handle(Exchange &ex)
     LimitReport limits;
     if (ApiError error = events_.watch_events(call, true, audience, limits); error.set()) {
         write_error(response, error, id);
-        limit_fields::add_headers(response, limits);
+        limit_headers::add(response, limits);
         return;
     }
     ex.trace.key = audience.key;
@@ -87,7 +87,7 @@ void EventsEndpoint::handle(Exchange &ex)
         response.status = 200;
         response.content_type = "text/event-stream";
         response.add_header("X-Accel-Buffering", "no");
-        limit_fields::add_headers(response, limits);
+        limit_headers::add(response, limits);
         response.length_unknown = true;
         return;
     }
@@ -122,7 +122,7 @@ void EventsEndpoint::open(Exchange &ex, const run_events::Ring &ring, CallReques
         response.content_type = "text/event-stream";
         // nginx would buffer the stream whole otherwise.
         response.add_header("X-Accel-Buffering", "no");
-        limit_fields::add_headers(response, limits);
+        limit_headers::add(response, limits);
     } catch (...) {
         events_.give_stream(subject);
         throw;

@@ -3,7 +3,7 @@
 
 #include "common/settings.hpp"
 #include "http/error_body.hpp"
-#include "http/limit_fields.hpp"
+#include "api/limit_headers.hpp"
 #include "http/mcp.hpp"
 #include "http/paging_args.hpp"
 
@@ -115,10 +115,10 @@ void McpEndpoint::list_tools(Exchange &ex, const std::string &rpc_id)
                          : describer_.describe(call, api, limits);
     if (error.set()) {
         write_error(response, refused_presented(error), id);
-        limit_fields::add_headers(response, limits);
+        limit_headers::add(response, limits);
         return;
     }
-    limit_fields::add_headers(response, limits);
+    limit_headers::add(response, limits);
     response.body = mcp::result(rpc_id, mcp::tools_list_result(api));
 }
 
@@ -187,12 +187,12 @@ McpEndpoint::ToolOutcome McpEndpoint::tool_answer(CallResult &result, const std:
         // The caller's key, its limits or the server's state: HTTP's answer, as for /q/{name}
         // (a tool call that got this far presented a key or a token).
         write_error(response, refused_presented(error), id);
-        limit_fields::add_headers(response, result.limits);
+        limit_headers::add(response, result.limits);
         if (error.status == 503)
             response.add_header("Retry-After", "1");
         return ToolOutcome::refused;
     }
-    limit_fields::add_headers(response, result.limits);
+    limit_headers::add(response, result.limits);
     if (error.code == error_code::query_not_found.code) {
         response.error_code = error.code;
         return ToolOutcome::unknown;

@@ -5,7 +5,7 @@
 #include "http/answer_encoding.hpp"
 #include "http/content_negotiation.hpp"
 #include "http/error_body.hpp"
-#include "http/limit_fields.hpp"
+#include "api/limit_headers.hpp"
 
 void QueryEndpoint::handle(Exchange &ex, const std::string &name)
 {
@@ -68,14 +68,14 @@ void QueryEndpoint::answer_call(CallResult &result, const CallPath::Shape &shape
     response.add_header("Vary", "Accept, Accept-Encoding");
     if (result.error.set()) {
         write_error(response, result.error, id);
-        limit_fields::add_headers(response, result.limits);
+        limit_headers::add(response, result.limits);
         // Another worker, or this one restarted; an export's place, freed within a second or so.
         if (result.error.code == error_code::shutting_down.code ||
             result.error.code == error_code::too_many_exports.code)
             response.add_header("Retry-After", "1");
         return;
     }
-    limit_fields::add_headers(response, result.limits);
+    limit_headers::add(response, result.limits);
     response.status = 200;
     response.content_type = answer_format::of(shape.format).content_type;
     if (result.file.present()) {

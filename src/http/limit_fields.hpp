@@ -13,7 +13,6 @@
 #pragma once
 
 #include "common/call.hpp"
-#include "http/http_types.hpp"
 #include "rules/rate_limits.hpp"
 
 #include <cstdint>
@@ -28,9 +27,5 @@ std::string ratelimit_policy(const LimitReport &report);
 // Every policy a caller's limits set, as one RateLimit-Policy value (a List: "rate", then its
 // quota's), for /catalog; empty when they set none (an in-flight limit alone has no window).
 std::string policies(const rate_limits::Limits &limits, std::int64_t unix_us);
-
-// Where a caller with a limit stands, as querygate.rate_limit_headers says (the draft's field, or
-// the legacy three), and Retry-After on a 429.
-void add_headers(HttpResponse &response, const LimitReport &report);
 
 } // namespace limit_fields
