@@ -26,7 +26,7 @@
 #include "api/request_handler.hpp"
 
 #include "common/settings.hpp"
-#include "fake_database.hpp"
+#include "fakes/fake_database.hpp"
 #include "fuzz_check.hpp"
 
 #include <fuzzer/FuzzedDataProvider.h>

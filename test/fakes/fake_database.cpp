@@ -1,9 +1,7 @@
 // The database side without a database: records the request and returns a fixed CallResult, a page
 // of one row, or, for the query named "invalid", the error bind_params would give for parameters it
-// does not know (names are the caller's bytes, as in a real error body). Also the settings the
-// handler reads, which PostgreSQL defines in the server (src/pg/settings.cpp); the fuzz targets set
-// them.
-#include "fake_database.hpp"
+// does not know (names are the caller's bytes, as in a real error body).
+#include "fakes/fake_database.hpp"
 
 #include "auth/secrets.hpp"
 #include "common/run_events.hpp"
@@ -176,24 +174,3 @@ FakeDatabase &instance()
 }
 
 } // namespace fake_database
-
-namespace settings {
-
-int max_page_size = 1000;
-int max_body_size = 1024 * 1024;
-char *trusted_proxies = nullptr;
-char *cors_allowed_origins = nullptr;
-int log_requests = log_off;
-int log_requests_format = log_text;
-int rate_limit_headers = limit_headers_draft;
-char *metrics_token_file = nullptr;
-bool history = false;
-int event_buffer = 0;
-int max_event_streams = 500;
-int max_event_streams_per_key = 2;
-int event_keepalive = 15;
-int export_min_rate = 64;
-int export_rate_window = 30;
-unsigned long generation = 0;
-
-} // namespace settings
