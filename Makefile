@@ -74,7 +74,7 @@ warm-cache:
 	scripts/warm-cache
 # Builds Citus (once, cached) from its source and runs the Citus suite (docs/scaling.md, Citus).
 test-citus:
-	scripts/build-citus && FUZZ_SECONDS=0 REGRESS_TESTS=keys PROVE_TESTS=test/t/065_citus.pl test/run
+	scripts/build-citus && FUZZ_SECONDS=0 REGRESS_TESTS=keys PROVE_TESTS=test/t/processes_065_citus.pl test/run
 
 # A throwaway local cluster with the library preloaded, a small demo, and curl lines to paste.
 run:

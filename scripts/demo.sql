@@ -1,7 +1,7 @@
 -- The demo's catalog (make run, scripts/run-demo), on pgbench's tables: two saved queries, a policy
 -- whose role holds exactly the privileges they need, and a key, whose secret is the last line
 -- printed. The README's examples start from here (and the examples of docs/ go on from them), and
--- their doc test (test/t/080_readme.pl) loads this file before it runs them.
+-- their doc test (test/t/docs_080_readme.pl) loads this file before it runs them.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS querygate;
 -- The policy's role holds exactly the privileges its queries need.

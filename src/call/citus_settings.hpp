@@ -9,7 +9,7 @@
 // them in. So, with Citus loaded, a call that has such settings becomes an implicit transaction
 // block (what PostgreSQL makes of several statements sent as one query: it commits or aborts as
 // a whole at its end, and needs no COMMIT), and its settings, once made, are made again with SET
-// LOCAL from a DO block (test/t/065_citus.pl).
+// LOCAL from a DO block (test/t/processes_065_citus.pl).
 #pragma once
 
 namespace citus_settings {

@@ -11,7 +11,7 @@
 // lookup order, so that definition (own_answers.cpp) sees every response queued in the process: a
 // response of ours (queued inside OwnAnswers::ours) goes on to libmicrohttpd's function, found with
 // dlsym(RTLD_NEXT); any other is libmicrohttpd's own, and is replaced by the JSON error the
-// server's refusal callback makes for its status. test/t/037_own_answers.pl sends each kind of
+// server's refusal callback makes for its status. test/t/http_037_own_answers.pl sends each kind of
 // request libmicrohttpd refuses and requires JSON: should a later libmicrohttpd bind the call
 // internally, it fails there. Plain C++.
 #pragma once

@@ -1,5 +1,5 @@
 // The npm package eventsource's EventSource (a WhatWG EventSource for Node) against querygate's
-// GET /events, for test/t/063_events.pl:
+// GET /events, for test/t/records_063_events.pl:
 //   node events_client.mjs URL KEY COUNT TIMEOUT_SECONDS [--hold-reconnect]
 // connects to URL, with KEY in X-API-Key through the constructor's fetch option (KEY "" sends no
 // header: a URL with ?access_token= is how a browser's EventSource authenticates), listens for the

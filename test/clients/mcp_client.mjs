@@ -1,4 +1,4 @@
-// The official MCP TypeScript SDK's client against querygate's /mcp, for test/t/062_mcp.pl:
+// The official MCP TypeScript SDK's client against querygate's /mcp, for test/t/api_062_mcp.pl:
 //   node mcp_client.mjs URL KEY CALLS_JSON
 // connects over streamable HTTP with the key in X-API-Key (KEY "" sends none), lists the tools,
 // then makes each call of CALLS_JSON ([{"name": ..., "arguments": {...}}]) and prints one JSON

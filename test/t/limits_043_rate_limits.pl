@@ -139,7 +139,7 @@ $qg->sql(q{SELECT querygate.set_limits(policy => 'limited', rate_per_second => 0
 $qg->sql(q{SELECT querygate.set_limits(key => 'limited_key1', max_in_flight => 1)});
 my $slow = QuerygateTest::start_request($qg, '/q/rl_slow?s=' . timeouts(2), 'X-API-Key' => $key);
 # A slow read runs in a helper once it has run past querygate.slow_call_threshold in the worker
-# (test/t/073_slow_calls.pl), keeping its place in flight.
+# (test/t/limits_073_slow_calls.pl), keeping its place in flight.
 ok(poll_until(sub { $qg->sql(q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND state = 'active' AND backend_type = 'querygate helper'}) eq '1' }),
 	'the slow call runs, in a helper');
 my $second = $qg->get('/q/rl_item?id=1', key => $key, client => $qg->new_client);

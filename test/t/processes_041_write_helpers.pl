@@ -7,7 +7,7 @@
 # a call has the call cancelled, answered 503 shutting_down, and the worker goes on; with no slot at all, the worker runs
 # writes itself. Last, querygate raises max_worker_processes when the administrator left it unset.
 # One key makes every call: querygate.caller_share = 100 lets it hold both helpers (shares:
-# test/t/073_slow_calls.pl).
+# test/t/limits_073_slow_calls.pl).
 use strict;
 use warnings;
 use IPC::Run;

@@ -18,7 +18,7 @@ use Test::More;
 use QuerygateTest;
 
 # The worker runs its reads (querygate.slow_call_threshold = 0): a slow one holds it, which is
-# what this test needs; slow reads in helpers: 073_slow_calls.pl.
+# what this test needs; slow reads in helpers: limits_073_slow_calls.pl.
 my $qg = QuerygateTest->start(name => 'masking', workers => 2, conf => "querygate.slow_call_threshold = 0\n");
 my $utf8 = $qg->sql('SHOW server_encoding') eq 'UTF8';
 my $city2 = $utf8 ? 'Ålesund' : 'Bergen';

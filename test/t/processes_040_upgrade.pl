@@ -44,7 +44,7 @@
 #      (the whole new install script: a copy of 0.1.0's with the change made in place).
 #   3. Set EXTVERSION = 0.2.0 in the Makefile, and the version (and provides.querygate: version and
 #      file) in META.json; add the version to CHANGELOG.md.
-#   4. Run this test (flock /tmp/querygate-install.lock env PROVE_TESTS=test/t/040_upgrade.pl
+#   4. Run this test (flock /tmp/querygate-install.lock env PROVE_TESTS=test/t/processes_040_upgrade.pl
 #      REGRESS_TESTS=keys make test). What it usually catches:
 #      - a column added by ALTER TABLE ... ADD COLUMN lands last: put it last in the CREATE TABLE
 #        of the new install script too;

@@ -13,7 +13,7 @@ use QuerygateTest;
 
 # One worker, so "the next call" is served by the same process.
 # The worker runs its reads (querygate.slow_call_threshold = 0): a slow one holds it, which is
-# what this test needs; slow reads in helpers: 073_slow_calls.pl.
+# what this test needs; slow reads in helpers: limits_073_slow_calls.pl.
 my $qg = QuerygateTest->start(name => 'safety', workers => 1,
 	conf => "querygate.slow_call_threshold = 0\n");
 my $node = $qg->node;

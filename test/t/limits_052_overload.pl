@@ -18,7 +18,7 @@ my $qg = QuerygateTest->start(name => 'overload', workers => 1,
 	conf => "querygate.overload_target = '50ms'\nquerygate.overload_interval = '200ms'\n"
 	  . "querygate.statement_timeout = '60s'\n"
 	  # The worker runs its reads: its queue of 30 ms calls is what it sheds (slow reads in
-	  # helpers: 073_slow_calls.pl).
+	  # helpers: limits_073_slow_calls.pl).
 	  . "querygate.slow_call_threshold = 0\n");
 my $F = QuerygateTest::timeouts(1);
 $qg->sql(q{SELECT querygate.save_query('ov_slow', 'SELECT :id::int AS id, pg_sleep(0.03) IS NULL AS slept')});

@@ -41,7 +41,7 @@ sub exchange
 }
 
 # The worker runs its reads (querygate.slow_call_threshold = 0): a slow one holds it, which is
-# what this test needs; slow reads in helpers: 073_slow_calls.pl.
+# what this test needs; slow reads in helpers: limits_073_slow_calls.pl.
 my $qg = QuerygateTest->start(name => 'balance', workers => 2,
 	conf => "querygate.statement_timeout = '60s'\nquerygate.slow_call_threshold = 0\n");
 $qg->sql(q{SELECT querygate.save_query('sleep', 'SELECT pg_sleep(:s::float8)::text AS slept')});

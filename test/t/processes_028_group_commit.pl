@@ -16,7 +16,7 @@ my $qg = QuerygateTest->start(name => 'group_commit', workers => 1,
 	conf => "querygate.allow_writes = on\nquerygate.group_commit = on\nwal_writer_delay = '10s'\nquerygate.history = off\n"
 	  . "querygate.statement_timeout = '30s'\nfsync = on\n"
 	  # The worker runs its reads: a slow one holds it while the writes queue (slow reads in
-	  # helpers: 073_slow_calls.pl).
+	  # helpers: limits_073_slow_calls.pl).
 	  . "querygate.slow_call_threshold = 0\n");
 my $node = $qg->node;
 $qg->sql(q{
@@ -116,7 +116,7 @@ ok($qg->wait_health, 'the server is back after the third crash');
 is($qg->sql('SELECT n FROM counters WHERE id = 4'), '15', 'writes flushed by the worker itself survive a crash');
 
 # Off (reload), and no write helpers (which would let writes that wait together share flushes,
-# test/t/041_write_helpers.pl): the worker commits each write as PostgreSQL would, one flush each;
+# test/t/processes_041_write_helpers.pl): the worker commits each write as PostgreSQL would, one flush each;
 # answers are the same.
 $qg->set_and_reload('querygate.helpers', '0');
 $qg->set_and_reload('querygate.group_commit', 'off');

@@ -9,7 +9,7 @@ use IO::Socket::INET;
 use QuerygateTest;
 
 # The worker runs its reads (querygate.slow_call_threshold = 0): a slow one holds it, which is
-# what this test needs; slow reads in helpers: 073_slow_calls.pl.
+# what this test needs; slow reads in helpers: limits_073_slow_calls.pl.
 my $qg = QuerygateTest->start(name => 'survive', workers => 1,
 	conf => "querygate.statement_timeout = '300ms'\nquerygate.max_body_size = '4kB'\n"
 	  . "querygate.slow_call_threshold = 0\n");
