@@ -1,7 +1,7 @@
-// What calls of a query cost, summed: the arithmetic of querygate.stat_queries (shmem/stat_table.hpp
-// keeps one of these per query and policy in shared memory, and an HTTP worker keeps its round's
-// calls in one before adding it to the table's). Plain C++, plain data: no constructor, so that
-// it lives in shared memory as it is (zero-filled is empty).
+// What calls of a query cost, summed: the arithmetic of querygate.stat_queries
+// (shmem/stat_table.hpp keeps one of these per query and policy in shared memory, and an HTTP
+// worker keeps its round's calls in one before adding it to the table's). Plain C++, plain data: no
+// constructor, so that it lives in shared memory as it is (zero-filled is empty).
 #pragma once
 
 #include "common/metrics.hpp"

@@ -64,8 +64,8 @@ class CallHelpers final : public services::HandOff {
     CallHelpers(const CallHelpers &) = delete;
     CallHelpers &operator=(const CallHelpers &) = delete;
 
-    // services::HandOff: sends the call to an idle helper (starting one if none is idle and there is
-    // room) when its caller and policy are within their shares, or else queues it for the first
+    // services::HandOff: sends the call to an idle helper (starting one if none is idle and there
+    // is room) when its caller and policy are within their shares, or else queues it for the first
     // helper that is free to it; false when this worker has no helper at all and none can start
     // (the worker then runs it).
     bool hand_off(std::uint64_t token, const CallRequest &call, const PoolShare &share) override;
