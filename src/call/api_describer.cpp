@@ -98,6 +98,128 @@ struct Planned {
     Oid *types;
 };
 
+// The columns a plan's statement returns, their names and types copied into `into`, which
+// outlives SPI's contexts. PostgreSQL-style.
+void read_columns(SPIPlanPtr plan, MemoryContext into, Planned &planned)
+{
+    List *sources = SPI_plan_get_plan_sources(plan);
+    TupleDesc desc =
+        sources != NIL ? static_cast<CachedPlanSource *>(linitial(sources))->resultDesc : nullptr;
+    MemoryContext old = MemoryContextSwitchTo(into);
+    const int n = desc ? desc->natts : 0;
+    planned.names = static_cast<char **>(palloc0(sizeof(char *) * Max(n, 1)));
+    planned.types = static_cast<Oid *>(palloc0(sizeof(Oid) * Max(n, 1)));
+    for (int i = 0; i < n; i++) {
+        Form_pg_attribute a = TupleDescAttr(desc, i);
+        if (a->attisdropped)
+            continue;
+        planned.names[planned.ncolumns] = pstrdup(NameStr(a->attname));
+        planned.types[planned.ncolumns++] = a->atttypid;
+    }
+    MemoryContextSwitchTo(old);
+}
+
+// The plan and the decision of one query, as the policy's role, in a subtransaction: false (the
+// subtransaction rolled back) for a query that cannot be planned now, which is left out while the
+// rest go on.
+bool plan_query(PlanCache &plans, const CachedQuery &query, const CachedPolicy &policy,
+                uint64_t generation, Planned &planned, const PolicyDecision *&decision)
+{
+    const MemoryContext outer = CurrentMemoryContext;
+    const ResourceOwner owner = CurrentResourceOwner;
+    Oid user = InvalidOid;
+    int context = 0;
+    pg::guard([&] { BeginInternalSubTransaction(nullptr); });
+    try {
+        pg::guard([&] {
+            GetUserIdAndSecContext(&user, &context);
+            SetUserIdAndSecContext(policy.run_as, context | SECURITY_LOCAL_USERID_CHANGE);
+            (void)set_config_option("search_path", query.search_path.c_str(), PGC_SUSET,
+                                    PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+            if (SPI_connect() != SPI_OK_CONNECT)
+                elog(ERROR, "querygate: SPI_connect failed");
+        });
+        PlanEntry &entry = plans.plan_for(query, policy.run_as);
+        decision = &plans.decision_for(entry, policy, generation);
+        SPIPlanPtr plan = entry.plan;
+        const bool writes = entry.analysis->write_ops != 0;
+        const bool returns_rows = entry.analysis->returns_rows;
+        const bool permitted = entry.analysis->missing_privilege == nullptr;
+        // Entered from the outer context, which outlives what SPI_finish and the
+        // subtransaction's end delete (pg_guard.hpp).
+        MemoryContextSwitchTo(outer);
+        pg::guard([&] {
+            planned.writes = writes;
+            planned.returns_rows = returns_rows;
+            planned.permitted = permitted;
+            read_columns(plan, outer, planned);
+            SPI_finish();
+            SetUserIdAndSecContext(user, context);
+            ReleaseCurrentSubTransaction();
+            MemoryContextSwitchTo(outer);
+            CurrentResourceOwner = owner;
+        });
+        planned.ok = true;
+        return true;
+    } catch (const pg::PgError &) {
+    }
+    MemoryContextSwitchTo(outer);
+    pg::guard([&] {
+        RollbackAndReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(outer);
+        CurrentResourceOwner = owner;
+        SetUserIdAndSecContext(user != InvalidOid ? user : GetUserId(), context);
+    });
+    return false;
+}
+
+// Whether a call of the query by the caller would be refused: then it is not something the caller
+// may call.
+bool refused(const CachedQuery &query, const Planned &planned, const PolicyDecision &decision,
+             const Caller &caller)
+{
+    const bool needs_token =
+        std::any_of(query.rules.begin(), query.rules.end(),
+                    [](const param_rules::Rule &r) { return !r.from_claim.empty(); });
+    // The role lacking a privilege the query needs (privilege_check.hpp) is a refusal too.
+    return decision.refused() || !planned.permitted ||
+           (planned.writes && !settings::allow_writes) || (needs_token && !caller.is_jwt);
+}
+
+// The query as the caller may call it: the parameters it sends (not those its token gives) and the
+// columns of the answer, masked as the decision masks them.
+api_description::Query described(const CachedQuery &query, const Planned &planned,
+                                 const PolicyDecision &decision)
+{
+    api_description::Query q;
+    q.name = query.name;
+    q.description = query.description;
+    q.version = query.version;
+    q.writes = planned.writes;
+    q.returns_rows = planned.returns_rows;
+    for (std::size_t i = 0; i < query.param_names.size(); i++) {
+        const param_rules::Rule *rule = param_rules::find(query.rules, query.param_names[i]);
+        if (rule != nullptr && !rule->from_claim.empty())
+            continue; // the caller's token gives it: not the caller's to send
+        api_description::Param p;
+        p.name = query.param_names[i];
+        p.type = value_type(query.param_types[i], nullptr);
+        p.has_rule = rule != nullptr;
+        if (rule != nullptr)
+            p.rule = *rule;
+        q.params.push_back(std::move(p));
+    }
+    for (int i = 0; i < planned.ncolumns; i++) {
+        api_description::Column c;
+        c.name = planned.names[i];
+        c.type = value_type(planned.types[i], &c.is_text);
+        if (static_cast<std::size_t>(i) < decision.column_actions.size())
+            c.action = decision.column_actions[i];
+        q.columns.push_back(std::move(c));
+    }
+    return q;
+}
+
 } // namespace
 
 void describe_api(CatalogCache &cache, PlanCache &plans, const Caller &caller,
@@ -111,109 +233,12 @@ void describe_api(CatalogCache &cache, PlanCache &plans, const Caller &caller,
         const CachedQuery *query = cache.find_query(name);
         if (query == nullptr)
             continue;
-        const CachedPolicy &policy = *caller.policy;
-        const uint64_t generation = cache.generation();
         Planned planned{};
         const PolicyDecision *decision = nullptr;
-        const MemoryContext outer = CurrentMemoryContext;
-        const ResourceOwner owner = CurrentResourceOwner;
-        Oid user = InvalidOid;
-        int context = 0;
-        bool failed = false;
-        // The plan and the decision, in a subtransaction: a query that cannot be planned now is
-        // left out and the rest go on.
-        pg::guard([&] { BeginInternalSubTransaction(nullptr); });
-        try {
-            pg::guard([&] {
-                GetUserIdAndSecContext(&user, &context);
-                SetUserIdAndSecContext(policy.run_as, context | SECURITY_LOCAL_USERID_CHANGE);
-                (void)set_config_option("search_path", query->search_path.c_str(), PGC_SUSET,
-                                        PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-                if (SPI_connect() != SPI_OK_CONNECT)
-                    elog(ERROR, "querygate: SPI_connect failed");
-            });
-            PlanEntry &entry = plans.plan_for(*query, policy.run_as);
-            decision = &plans.decision_for(entry, policy, generation);
-            SPIPlanPtr plan = entry.plan;
-            const bool writes = entry.analysis->write_ops != 0;
-            const bool returns_rows = entry.analysis->returns_rows;
-            const bool permitted = entry.analysis->missing_privilege == nullptr;
-            // Entered from the outer context, which outlives what SPI_finish and the
-            // subtransaction's end delete (pg_guard.hpp).
-            MemoryContextSwitchTo(outer);
-            pg::guard([&] {
-                planned.writes = writes;
-                planned.returns_rows = returns_rows;
-                planned.permitted = permitted;
-                List *sources = SPI_plan_get_plan_sources(plan);
-                TupleDesc desc =
-                    sources != NIL ? static_cast<CachedPlanSource *>(linitial(sources))->resultDesc
-                                   : nullptr;
-                MemoryContext old = MemoryContextSwitchTo(outer);
-                const int n = desc ? desc->natts : 0;
-                planned.names = static_cast<char **>(palloc0(sizeof(char *) * Max(n, 1)));
-                planned.types = static_cast<Oid *>(palloc0(sizeof(Oid) * Max(n, 1)));
-                for (int i = 0; i < n; i++) {
-                    Form_pg_attribute a = TupleDescAttr(desc, i);
-                    if (a->attisdropped)
-                        continue;
-                    planned.names[planned.ncolumns] = pstrdup(NameStr(a->attname));
-                    planned.types[planned.ncolumns++] = a->atttypid;
-                }
-                MemoryContextSwitchTo(old);
-                SPI_finish();
-                SetUserIdAndSecContext(user, context);
-                ReleaseCurrentSubTransaction();
-                MemoryContextSwitchTo(outer);
-                CurrentResourceOwner = owner;
-            });
-            planned.ok = true;
-        } catch (const pg::PgError &) {
-            failed = true;
-        }
-        if (failed) {
-            MemoryContextSwitchTo(outer);
-            pg::guard([&] {
-                RollbackAndReleaseCurrentSubTransaction();
-                MemoryContextSwitchTo(outer);
-                CurrentResourceOwner = owner;
-                SetUserIdAndSecContext(user != InvalidOid ? user : GetUserId(), context);
-            });
+        if (!plan_query(plans, *query, *caller.policy, cache.generation(), planned, decision))
             continue;
-        }
-        const bool needs_token =
-            std::any_of(query->rules.begin(), query->rules.end(),
-                        [](const param_rules::Rule &r) { return !r.from_claim.empty(); });
-        // The role lacking a privilege the query needs (privilege_check.hpp) is a refusal too.
-        if (decision->refused() || !planned.permitted ||
-            (planned.writes && !settings::allow_writes) || (needs_token && !caller.is_jwt))
+        if (refused(*query, planned, *decision, caller))
             continue; // the caller would be refused: not something it may call
-        api_description::Query q;
-        q.name = query->name;
-        q.description = query->description;
-        q.version = query->version;
-        q.writes = planned.writes;
-        q.returns_rows = planned.returns_rows;
-        for (std::size_t i = 0; i < query->param_names.size(); i++) {
-            const param_rules::Rule *rule = param_rules::find(query->rules, query->param_names[i]);
-            if (rule != nullptr && !rule->from_claim.empty())
-                continue; // the caller's token gives it: not the caller's to send
-            api_description::Param p;
-            p.name = query->param_names[i];
-            p.type = value_type(query->param_types[i], nullptr);
-            p.has_rule = rule != nullptr;
-            if (rule != nullptr)
-                p.rule = *rule;
-            q.params.push_back(std::move(p));
-        }
-        for (int i = 0; i < planned.ncolumns; i++) {
-            api_description::Column c;
-            c.name = planned.names[i];
-            c.type = value_type(planned.types[i], &c.is_text);
-            if (static_cast<std::size_t>(i) < decision->column_actions.size())
-                c.action = decision->column_actions[i];
-            q.columns.push_back(std::move(c));
-        }
-        out.queries.push_back(std::move(q));
+        out.queries.push_back(described(*query, planned, *decision));
     }
 }

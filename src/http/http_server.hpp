@@ -157,7 +157,7 @@ class HttpServer {
     void set_max_body_size(std::size_t bytes) { max_body_size_ = bytes; }
     std::size_t max_body_size() const { return max_body_size_; }
 
-    // Used by the libmicrohttpd callbacks (http_server.cpp); not part of the interface.
+    // Used by the libmicrohttpd callbacks (http_server_internal.hpp); not part of the interface.
     struct Callbacks;
     struct RequestState;
     struct ConnectionState;

@@ -196,10 +196,9 @@ Owned option_schema(const char *name)
     return s;
 }
 
-Owned components(const api_description::Api &api)
+// The error body's schema.
+Owned error_schema()
 {
-    Owned c = object();
-    Owned schemas = object();
     Owned error = object();
     set(error, "type", str("object"));
     Owned eprops = object();
@@ -221,32 +220,42 @@ Owned components(const api_description::Api &api)
     for (const char *k : {"error", "code", "request_id"})
         append(ereq, str(k));
     set(error, "required", std::move(ereq));
-    set(schemas, "Error", std::move(error));
+    return error;
+}
+
+Owned schemas(const api_description::Api &api)
+{
+    Owned schemas = object();
+    set(schemas, "Error", error_schema());
     for (const char *option : {"page", "page_size", "format", "timeout", "stream"})
         set(schemas, std::string("option.") + option, option_schema(option));
     for (const Query &q : api.queries)
         set(schemas, q.name + ".row", row_schema(q));
-    set(c, "schemas", std::move(schemas));
+    return schemas;
+}
 
-    Owned responses = object();
-    // An answer with the error body, described, and the headers it declares (name, schema).
-    const auto error_response = [](const char *description,
-                                   std::vector<std::pair<const char *, Owned>> headers) {
-        Owned r = object();
-        set(r, "description", str(description));
-        Owned content = object();
-        Owned media = object();
-        set(media, "schema", reference("#/components/schemas/Error"));
-        set(content, "application/json", std::move(media));
-        set(r, "content", std::move(content));
-        if (!headers.empty()) {
-            Owned declared = object();
-            for (auto &h : headers)
-                set(declared, h.first, std::move(h.second));
-            set(r, "headers", std::move(declared));
-        }
-        return r;
-    };
+// An answer with the error body, described, and the headers it declares (name, schema).
+Owned error_response(const char *description, std::vector<std::pair<const char *, Owned>> headers)
+{
+    Owned r = object();
+    set(r, "description", str(description));
+    Owned content = object();
+    Owned media = object();
+    set(media, "schema", reference("#/components/schemas/Error"));
+    set(content, "application/json", std::move(media));
+    set(r, "content", std::move(content));
+    if (!headers.empty()) {
+        Owned declared = object();
+        for (auto &h : headers)
+            set(declared, h.first, std::move(h.second));
+        set(r, "headers", std::move(declared));
+    }
+    return r;
+}
+
+// The error answers the operations refer to: Error, Refused and Unavailable.
+Owned responses()
+{
     Owned err = error_response("an error, with its stable code", {});
     // A refusal by a limit: the error, and where the caller stands (http/limit_fields.hpp).
     std::vector<std::pair<const char *, Owned>> refused_headers;
@@ -268,13 +277,17 @@ Owned components(const api_description::Api &api)
         "the server cannot serve the call now (stopping, overloaded, no room for it); "
         "Retry-After, when sent, says when to try again",
         std::move(unavailable_headers));
+    Owned responses = object();
     set(responses, "Error", std::move(err));
     set(responses, "Refused", std::move(refused));
     set(responses, "Unavailable", std::move(unavailable));
-    set(c, "responses", std::move(responses));
+    return responses;
+}
 
-    // The IETF draft's fields (draft-ietf-httpapi-ratelimit-headers), Structured Fields (RFC 9651)
-    // sent to a caller with a rate or a quota.
+// The IETF draft's fields (draft-ietf-httpapi-ratelimit-headers), Structured Fields (RFC 9651)
+// sent to a caller with a rate or a quota.
+Owned limit_headers()
+{
     Owned limit_headers = object();
     set(limit_headers, "RateLimit",
         header("string", "where a caller with a rate or a quota stands, as the IETF draft's "
@@ -284,8 +297,12 @@ Owned components(const api_description::Api &api)
     set(limit_headers, "RateLimit-Policy",
         header("string", "the policy the RateLimit field speaks of (a Structured Field): q calls "
                          "over a window of w seconds, e.g. \"rate\";q=50;w=1"));
-    set(c, "headers", std::move(limit_headers));
+    return limit_headers;
+}
 
+// The options every call takes in its query string, and the request headers it reads.
+Owned parameters()
+{
     Owned parameters = object();
     for (const char *option : {"page", "page_size", "format", "timeout", "stream"}) {
         Owned p = object();
@@ -300,8 +317,11 @@ Owned components(const api_description::Api &api)
     set(parameters, "If-None-Match",
         header_parameter("If-None-Match",
                          "a tag of an answer the caller has: 304 while it is unchanged"));
-    set(c, "parameters", std::move(parameters));
+    return parameters;
+}
 
+Owned security_schemes()
+{
     Owned security = object();
     Owned key = object();
     set(key, "type", str("apiKey"));
@@ -315,7 +335,17 @@ Owned components(const api_description::Api &api)
     set(bearer, "bearerFormat", str("JWT"));
     set(bearer, "description", str("a signed JWT, or a key as a bearer token"));
     set(security, "bearer", std::move(bearer));
-    set(c, "securitySchemes", std::move(security));
+    return security;
+}
+
+Owned components(const api_description::Api &api)
+{
+    Owned c = object();
+    set(c, "schemas", schemas(api));
+    set(c, "responses", responses());
+    set(c, "headers", limit_headers());
+    set(c, "parameters", parameters());
+    set(c, "securitySchemes", security_schemes());
     return c;
 }
 

@@ -38,70 +38,58 @@ void group_by_name(const std::vector<T> &items, Name name, std::vector<bool> &fi
     }
 }
 
-} // namespace
+using Problems = std::vector<std::pair<std::string, std::string>>;
 
-ApiError bind_params(const std::vector<std::string> &names,
-                     const std::vector<param_rules::Rule> &rules,
-                     const std::unordered_map<std::string, std::string> *claims,
-                     const std::vector<CallParam> &given, std::vector<BoundParam> &out,
-                     const PatternCheck &matches_pattern)
+// A from_claim parameter's value, from the caller's token: an error when it was sent, or when the
+// caller has no token or its token lacks the claim.
+ApiError bind_from_claim(const std::string &name, const param_rules::Rule &rule, const CallParam *p,
+                         const std::unordered_map<std::string, std::string> *claims,
+                         BoundParam &out)
 {
-    std::vector<std::pair<std::string, std::string>> problems;
-    bool only_missing = true;
-    out.assign(names.size(), BoundParam());
-    for (size_t i = 0; i < names.size(); i++) {
-        const std::string &name = names[i];
-        const param_rules::Rule *rule = param_rules::find(rules, name);
-        const CallParam *p = find_given(given, name);
-        if (rule != nullptr && !rule->from_claim.empty()) {
-            if (p != nullptr) {
-                ApiError e = api_errors::make(error_code::param_from_claim,
-                                              "a parameter taken from the caller's token was sent");
-                e.errors.emplace_back(name, "comes from the caller's token and cannot be sent");
-                return e;
-            }
-            if (claims == nullptr)
-                return api_errors::make(error_code::sign_in_required,
-                                        "this query needs a signed-in caller (a bearer token)");
-            auto claim = claims->find(rule->from_claim);
-            if (claim == claims->end())
-                return api_errors::make(error_code::claim_missing,
-                                        "the caller's token lacks a claim this query needs");
-            out[i].is_null = false;
-            out[i].value = claim->second;
-            continue;
-        }
-        if (p != nullptr) {
-            out[i].is_null = p->is_null;
-            out[i].value = p->value;
-            if (p->value.find('\0') != std::string::npos) {
-                problems.emplace_back(name, "must not contain a NUL byte");
-                only_missing = false;
-            } else if (p->is_null && !param_rules::accepts_null(rule)) {
-                problems.emplace_back(name, "must not be null");
-                only_missing = false;
-            } else if (rule != nullptr && !p->is_null) {
-                std::string problem = param_rules::check(*rule, p->value);
-                if (problem.empty() && !rule->pattern.empty() &&
-                    !matches_pattern(rule->pattern, p->value))
-                    problem = "does not match the required pattern";
-                if (!problem.empty()) {
-                    problems.emplace_back(name, problem);
-                    only_missing = false;
-                }
-            }
-        } else if (rule != nullptr && rule->has_default) {
-            out[i].is_null = rule->default_is_null;
-            out[i].value = rule->default_text;
-        } else if (rule == nullptr || rule->required) {
-            problems.emplace_back(name, "is required");
-        }
+    if (p != nullptr) {
+        ApiError e = api_errors::make(error_code::param_from_claim,
+                                      "a parameter taken from the caller's token was sent");
+        e.errors.emplace_back(name, "comes from the caller's token and cannot be sent");
+        return e;
     }
-    // Each name at most once in the answer (its errors object has one member per name).
+    if (claims == nullptr)
+        return api_errors::make(error_code::sign_in_required,
+                                "this query needs a signed-in caller (a bearer token)");
+    auto claim = claims->find(rule.from_claim);
+    if (claim == claims->end())
+        return api_errors::make(error_code::claim_missing,
+                                "the caller's token lacks a claim this query needs");
+    out.is_null = false;
+    out.value = claim->second;
+    return ApiError();
+}
+
+// The problem with a value given under its rule (nullptr: none), or empty.
+std::string given_problem(const param_rules::Rule *rule, const CallParam &p,
+                          const PatternCheck &matches_pattern)
+{
+    if (p.value.find('\0') != std::string::npos)
+        return "must not contain a NUL byte";
+    if (p.is_null && !param_rules::accepts_null(rule))
+        return "must not be null";
+    if (rule == nullptr || p.is_null)
+        return std::string();
+    std::string problem = param_rules::check(*rule, p.value);
+    if (problem.empty() && !rule->pattern.empty() && !matches_pattern(rule->pattern, p.value))
+        problem = "does not match the required pattern";
+    return problem;
+}
+
+// The parameters given that the query does not have, or given more than once: each name at most
+// once in the answer (its errors object has one member per name). Whether there was one.
+bool misnamed_problems(const std::vector<std::string> &names, const std::vector<CallParam> &given,
+                       Problems &problems)
+{
     std::vector<bool> first;
     std::vector<size_t> count;
     group_by_name(
         given, [](const CallParam &p) -> const std::string & { return p.name; }, first, count);
+    bool found = false;
     for (size_t i = 0; i < given.size(); i++) {
         if (!first[i])
             continue;
@@ -110,20 +98,66 @@ ApiError bind_params(const std::vector<std::string> &names,
             continue;
         problems.emplace_back(given[i].name, known ? "is given more than once"
                                                    : "is not a parameter of this query");
-        only_missing = false;
+        found = true;
     }
-    if (problems.empty())
-        return ApiError();
-    // One problem per parameter, the first found (a value breaking its rule and also repeated).
+    return found;
+}
+
+// One problem per parameter, the first found (a value breaking its rule and also repeated).
+void keep_first_per_name(Problems &problems)
+{
+    std::vector<bool> first;
+    std::vector<size_t> count;
     group_by_name(
         problems,
         [](const std::pair<std::string, std::string> &p) -> const std::string & { return p.first; },
         first, count);
-    std::vector<std::pair<std::string, std::string>> unique;
+    Problems unique;
     for (size_t i = 0; i < problems.size(); i++)
         if (first[i])
             unique.push_back(std::move(problems[i]));
     problems = std::move(unique);
+}
+
+} // namespace
+
+ApiError bind_params(const std::vector<std::string> &names,
+                     const std::vector<param_rules::Rule> &rules,
+                     const std::unordered_map<std::string, std::string> *claims,
+                     const std::vector<CallParam> &given, std::vector<BoundParam> &out,
+                     const PatternCheck &matches_pattern)
+{
+    Problems problems;
+    bool only_missing = true;
+    out.assign(names.size(), BoundParam());
+    for (size_t i = 0; i < names.size(); i++) {
+        const std::string &name = names[i];
+        const param_rules::Rule *rule = param_rules::find(rules, name);
+        const CallParam *p = find_given(given, name);
+        if (rule != nullptr && !rule->from_claim.empty()) {
+            ApiError e = bind_from_claim(name, *rule, p, claims, out[i]);
+            if (e.set())
+                return e;
+        } else if (p != nullptr) {
+            out[i].is_null = p->is_null;
+            out[i].value = p->value;
+            std::string problem = given_problem(rule, *p, matches_pattern);
+            if (!problem.empty()) {
+                problems.emplace_back(name, std::move(problem));
+                only_missing = false;
+            }
+        } else if (rule != nullptr && rule->has_default) {
+            out[i].is_null = rule->default_is_null;
+            out[i].value = rule->default_text;
+        } else if (rule == nullptr || rule->required) {
+            problems.emplace_back(name, "is required");
+        }
+    }
+    if (misnamed_problems(names, given, problems))
+        only_missing = false;
+    if (problems.empty())
+        return ApiError();
+    keep_first_per_name(problems);
     ApiError err = only_missing ? api_errors::make(error_code::param_required, "missing parameters")
                                 : api_errors::make(error_code::param_invalid, "invalid parameters");
     err.errors = std::move(problems);

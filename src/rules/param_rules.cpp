@@ -120,6 +120,110 @@ size_t utf8_length(const std::string &s)
     return n;
 }
 
+// The values of "enum", as text; false when one is not a scalar.
+bool parse_enum(json_t *v, std::vector<std::string> &out)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(v, i, item)
+    {
+        std::string text;
+        if (!scalar_text(item, text))
+            return false;
+        out.push_back(text);
+    }
+    return true;
+}
+
+// One member of a parameter's rules object, read into r: the problem, or empty.
+std::string parse_member(const std::string &k, json_t *v, Rule &r, bool &required_given)
+{
+    if (k == "type") {
+        if (!json_is_string(v) || !parse_type(json_string_value(v), r.type))
+            return "type must be integer, number, string or boolean";
+    } else if (k == "required") {
+        if (!json_is_boolean(v))
+            return "required must be true or false";
+        r.required = json_is_true(v);
+        required_given = true;
+    } else if (k == "nullable") {
+        if (!json_is_boolean(v))
+            return "nullable must be true or false";
+        r.nullable = json_is_true(v);
+    } else if (k == "example") {
+        r.has_example = true;
+        if (!scalar_text(v, r.example_text))
+            return "example must be a string, a number or a boolean";
+    } else if (k == "default") {
+        r.has_default = true;
+        if (json_is_null(v))
+            r.default_is_null = true;
+        else if (!scalar_text(v, r.default_text))
+            return "default must be a string, a number, a boolean or null";
+    } else if (k == "enum") {
+        if (!json_is_array(v) || json_array_size(v) == 0)
+            return "enum must be a non-empty array";
+        if (!parse_enum(v, r.enum_values))
+            return "enum values must be strings, numbers or booleans";
+    } else if (k == "min" || k == "max") {
+        if (!json_is_number(v))
+            return k + " must be a number";
+        (k == "min" ? r.min : r.max) = json_number_value(v);
+        (k == "min" ? r.has_min : r.has_max) = true;
+    } else if (k == "min_length" || k == "max_length") {
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return k + " must be a non-negative integer";
+        (k == "min_length" ? r.min_length : r.max_length) =
+            static_cast<long>(json_integer_value(v));
+    } else if (k == "pattern") {
+        if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 500)
+            return "pattern must be a regular expression of 1 to 500 characters";
+        r.pattern = json_string_value(v);
+    } else if (k == "description") {
+        if (!json_is_string(v))
+            return "description must be a string";
+        r.description = json_string_value(v);
+    } else if (k == "from_claim") {
+        if (!json_is_string(v) || json_string_length(v) == 0)
+            return "from_claim must name a token claim";
+        r.from_claim = json_string_value(v);
+    } else {
+        return "unknown rule \"" + k + "\"";
+    }
+    return std::string();
+}
+
+// The rules of one parameter, read whole, against each other (a default makes the parameter
+// optional): the problem, or empty.
+std::string check_together(Rule &r, bool required_given)
+{
+    if (r.has_default && required_given && r.required)
+        return "a parameter with a default cannot be required";
+    if (r.has_default)
+        r.required = false;
+    if (!r.from_claim.empty() && (r.has_default || (required_given && !r.required)))
+        return "a from_claim parameter is always required and has no default";
+    if ((r.has_min || r.has_max) && (r.type == Type::string || r.type == Type::boolean))
+        return "min and max apply to numbers only";
+    if ((r.min_length >= 0 || r.max_length >= 0) && r.type != Type::any && r.type != Type::string)
+        return "min_length and max_length apply to text only";
+    if (r.has_min && r.has_max && r.min > r.max)
+        return "min is greater than max";
+    if (r.min_length >= 0 && r.max_length >= 0 && r.min_length > r.max_length)
+        return "min_length is greater than max_length";
+    if (r.has_default && !r.default_is_null) {
+        std::string problem = check(r, r.default_text);
+        if (!problem.empty())
+            return "the default " + problem;
+    }
+    if (r.has_example) {
+        std::string problem = check(r, r.example_text);
+        if (!problem.empty())
+            return "the example " + problem;
+    }
+    return std::string();
+}
+
 bool parse_one(const char *name, json_t *spec, Rule &r, std::string &error)
 {
     r.name = name;
@@ -140,92 +244,12 @@ bool parse_one(const char *name, json_t *spec, Rule &r, std::string &error)
     json_t *v;
     json_object_foreach(spec, key, v)
     {
-        std::string k(key);
-        if (k == "type") {
-            if (!json_is_string(v) || !parse_type(json_string_value(v), r.type))
-                return fail("type must be integer, number, string or boolean");
-        } else if (k == "required") {
-            if (!json_is_boolean(v))
-                return fail("required must be true or false");
-            r.required = json_is_true(v);
-            required_given = true;
-        } else if (k == "nullable") {
-            if (!json_is_boolean(v))
-                return fail("nullable must be true or false");
-            r.nullable = json_is_true(v);
-        } else if (k == "example") {
-            r.has_example = true;
-            if (!scalar_text(v, r.example_text))
-                return fail("example must be a string, a number or a boolean");
-        } else if (k == "default") {
-            r.has_default = true;
-            if (json_is_null(v))
-                r.default_is_null = true;
-            else if (!scalar_text(v, r.default_text))
-                return fail("default must be a string, a number, a boolean or null");
-        } else if (k == "enum") {
-            if (!json_is_array(v) || json_array_size(v) == 0)
-                return fail("enum must be a non-empty array");
-            size_t i;
-            json_t *item;
-            json_array_foreach(v, i, item)
-            {
-                std::string text;
-                if (!scalar_text(item, text))
-                    return fail("enum values must be strings, numbers or booleans");
-                r.enum_values.push_back(text);
-            }
-        } else if (k == "min" || k == "max") {
-            if (!json_is_number(v))
-                return fail(k + " must be a number");
-            (k == "min" ? r.min : r.max) = json_number_value(v);
-            (k == "min" ? r.has_min : r.has_max) = true;
-        } else if (k == "min_length" || k == "max_length") {
-            if (!json_is_integer(v) || json_integer_value(v) < 0)
-                return fail(k + " must be a non-negative integer");
-            (k == "min_length" ? r.min_length : r.max_length) =
-                static_cast<long>(json_integer_value(v));
-        } else if (k == "pattern") {
-            if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 500)
-                return fail("pattern must be a regular expression of 1 to 500 characters");
-            r.pattern = json_string_value(v);
-        } else if (k == "description") {
-            if (!json_is_string(v))
-                return fail("description must be a string");
-            r.description = json_string_value(v);
-        } else if (k == "from_claim") {
-            if (!json_is_string(v) || json_string_length(v) == 0)
-                return fail("from_claim must name a token claim");
-            r.from_claim = json_string_value(v);
-        } else {
-            return fail("unknown rule \"" + k + "\"");
-        }
-    }
-    if (r.has_default && required_given && r.required)
-        return fail("a parameter with a default cannot be required");
-    if (r.has_default)
-        r.required = false;
-    if (!r.from_claim.empty() && (r.has_default || (required_given && !r.required)))
-        return fail("a from_claim parameter is always required and has no default");
-    if ((r.has_min || r.has_max) && (r.type == Type::string || r.type == Type::boolean))
-        return fail("min and max apply to numbers only");
-    if ((r.min_length >= 0 || r.max_length >= 0) && r.type != Type::any && r.type != Type::string)
-        return fail("min_length and max_length apply to text only");
-    if (r.has_min && r.has_max && r.min > r.max)
-        return fail("min is greater than max");
-    if (r.min_length >= 0 && r.max_length >= 0 && r.min_length > r.max_length)
-        return fail("min_length is greater than max_length");
-    if (r.has_default && !r.default_is_null) {
-        std::string problem = check(r, r.default_text);
+        std::string problem = parse_member(key, v, r, required_given);
         if (!problem.empty())
-            return fail("the default " + problem);
+            return fail(problem);
     }
-    if (r.has_example) {
-        std::string problem = check(r, r.example_text);
-        if (!problem.empty())
-            return fail("the example " + problem);
-    }
-    return true;
+    std::string problem = check_together(r, required_given);
+    return problem.empty() || fail(problem);
 }
 
 } // namespace
