@@ -169,4 +169,15 @@ $res = $qg->get('/q/sc_slow?s=0.05&stream=true', key => $a);
 is($res->{status}, 200, 'an export with the threshold 0');
 is(kind_of($res->{json}[0]{pid}), 'querygate http worker', 'is written by the worker');
 
+# --- with nothing that records calls (no history, access log or run events), a quick run in a
+# helper still brings its query back to the worker
+$qg->sql('ALTER SYSTEM RESET querygate.slow_call_threshold');
+$qg->sql('ALTER SYSTEM SET querygate.history = off');
+$qg->sql('ALTER SYSTEM SET querygate.event_buffer = 0');
+$qg->node->restart;
+$qg->wait_health;
+is(ran_in(0.3), 'querygate helper', 'untraced: a read past the threshold, run again by a helper');
+is(ran_in(0), 'querygate helper', 'its next call goes to a helper, and is quick there');
+is(ran_in(0), 'querygate http worker', 'which brings the query back to the worker');
+
 done_testing();
