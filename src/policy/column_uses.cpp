@@ -227,6 +227,110 @@ void collect_writes(Query *query, Level *level, Uses *uses)
     }
 }
 
+// What a query compares (WHERE, JOIN ON, HAVING, LIMIT and OFFSET, GROUP BY, ORDER BY, DISTINCT,
+// set operations but UNION ALL, windows, ON CONFLICT, MERGE conditions): each a predicate.
+void trace_comparisons(Query *query, Level *level, Uses *uses)
+{
+    trace_jointree_quals(reinterpret_cast<Node *>(query->jointree), level, uses);
+    trace_predicate(query->havingQual, level, uses);
+    // A row count computed from a column tells as much as a filter on it.
+    trace_predicate(query->limitCount, level, uses);
+    trace_predicate(query->limitOffset, level, uses);
+    trace_sort_group(query->groupClause, query->targetList, level, uses);
+    trace_sort_group(query->sortClause, query->targetList, level, uses);
+    // DISTINCT (ON or not) compares the values it keeps apart, as GROUP BY does: how many rows
+    // come back tells whether they were equal.
+    trace_sort_group(query->distinctClause, query->targetList, level, uses);
+    // So do UNION, INTERSECT and EXCEPT (all but UNION ALL), over every column of every leaf.
+    if (query->setOperations != nullptr && set_operation_compares(query->setOperations)) {
+        ColumnSet site;
+        memset(&site, 0, sizeof(site));
+        trace_setop_leaves(query->setOperations, level, 0, &site);
+        add_columns(&uses->predicates, &site);
+        meet(uses, &site, nullptr);
+    }
+    ListCell *lc;
+    foreach (lc, query->windowClause) {
+        WindowClause *wc = lfirst_node(WindowClause, lc);
+        trace_sort_group(wc->partitionClause, query->targetList, level, uses);
+        trace_sort_group(wc->orderClause, query->targetList, level, uses);
+    }
+    if (query->onConflict != nullptr) {
+        // ON CONFLICT (ssn) finds the row that holds the caller's value: a comparison.
+        trace_predicate(reinterpret_cast<Node *>(query->onConflict->arbiterElems), level, uses);
+        trace_predicate(query->onConflict->arbiterWhere, level, uses);
+        trace_predicate(query->onConflict->onConflictWhere, level, uses);
+    }
+    foreach (lc, query->mergeActionList)
+        trace_predicate(lfirst_node(MergeAction, lc)->qual, level, uses);
+}
+
+// The sublinks in a query's own expressions (not the range table, the CTEs or its RLS checks).
+void collect_own_sublinks(Query *query, SublinkContext *context)
+{
+    Node *parts[] = {
+        reinterpret_cast<Node *>(query->targetList),
+        reinterpret_cast<Node *>(query->returningList),
+        reinterpret_cast<Node *>(query->jointree),
+        query->havingQual,
+        query->limitOffset,
+        query->limitCount,
+        reinterpret_cast<Node *>(query->onConflict),
+        reinterpret_cast<Node *>(query->mergeActionList),
+    };
+    for (Node *part : parts)
+        (void)sublink_walker(part, context);
+    ListCell *lc;
+    foreach (lc, query->windowClause) {
+        WindowClause *wc = lfirst_node(WindowClause, lc);
+        (void)sublink_walker(wc->startOffset, context);
+        (void)sublink_walker(wc->endOffset, context);
+    }
+}
+
+// The queries below this one: its CTEs, its range table's subqueries and the sublinks anywhere in
+// it; and the arguments of its functions in FROM, which are predicates.
+void collect_below(Query *query, Level *level, Uses *uses)
+{
+    ListCell *lc;
+    foreach (lc, query->cteList) {
+        CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
+        if (cte->ctequery != nullptr && IsA(cte->ctequery, Query))
+            collect_uses(reinterpret_cast<Query *>(cte->ctequery), level, uses, true);
+    }
+    SublinkContext context = {level, uses};
+    foreach (lc, query->rtable) {
+        RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+        switch (rte->rtekind) {
+        case RTE_SUBQUERY:
+            collect_uses(rte->subquery, level, uses, false);
+            break;
+        case RTE_FUNCTION: {
+            // The arguments of a function in FROM decide how many rows it makes:
+            // generate_series(1, salary / 1000) counts a masked column out loud.
+            ListCell *fc;
+            foreach (fc, rte->functions)
+                trace_predicate(lfirst_node(RangeTblFunction, fc)->funcexpr, level, uses);
+            (void)sublink_walker(reinterpret_cast<Node *>(rte->functions), &context);
+            break;
+        }
+        case RTE_TABLEFUNC:
+            trace_predicate(reinterpret_cast<Node *>(rte->tablefunc), level, uses);
+            (void)sublink_walker(reinterpret_cast<Node *>(rte->tablefunc), &context);
+            break;
+        case RTE_VALUES:
+            (void)sublink_walker(reinterpret_cast<Node *>(rte->values_lists), &context);
+            break;
+        case RTE_RELATION:
+            (void)sublink_walker(reinterpret_cast<Node *>(rte->tablesample), &context);
+            break;
+        default:
+            break;
+        }
+    }
+    collect_own_sublinks(query, &context);
+}
+
 } // namespace
 
 void meet(Uses *uses, const ColumnSet *site, const ColumnSet *target)
@@ -246,98 +350,12 @@ void collect_uses(Query *query, Level *parent, Uses *uses, bool is_cte)
 {
     check_stack_depth();
     Level level = {query, parent, false};
-
-    trace_jointree_quals(reinterpret_cast<Node *>(query->jointree), &level, uses);
-    trace_predicate(query->havingQual, &level, uses);
-    // A row count computed from a column tells as much as a filter on it.
-    trace_predicate(query->limitCount, &level, uses);
-    trace_predicate(query->limitOffset, &level, uses);
-    trace_sort_group(query->groupClause, query->targetList, &level, uses);
-    trace_sort_group(query->sortClause, query->targetList, &level, uses);
-    // DISTINCT (ON or not) compares the values it keeps apart, as GROUP BY does: how many rows
-    // come back tells whether they were equal.
-    trace_sort_group(query->distinctClause, query->targetList, &level, uses);
-    // So do UNION, INTERSECT and EXCEPT (all but UNION ALL), over every column of every leaf.
-    if (query->setOperations != nullptr && set_operation_compares(query->setOperations)) {
-        ColumnSet site;
-        memset(&site, 0, sizeof(site));
-        trace_setop_leaves(query->setOperations, &level, 0, &site);
-        add_columns(&uses->predicates, &site);
-        meet(uses, &site, nullptr);
-    }
-    ListCell *lc;
-    foreach (lc, query->windowClause) {
-        WindowClause *wc = lfirst_node(WindowClause, lc);
-        trace_sort_group(wc->partitionClause, query->targetList, &level, uses);
-        trace_sort_group(wc->orderClause, query->targetList, &level, uses);
-    }
-    if (query->onConflict != nullptr) {
-        // ON CONFLICT (ssn) finds the row that holds the caller's value: a comparison.
-        trace_predicate(reinterpret_cast<Node *>(query->onConflict->arbiterElems), &level, uses);
-        trace_predicate(query->onConflict->arbiterWhere, &level, uses);
-        trace_predicate(query->onConflict->onConflictWhere, &level, uses);
-    }
-    foreach (lc, query->mergeActionList)
-        trace_predicate(lfirst_node(MergeAction, lc)->qual, &level, uses);
+    trace_comparisons(query, &level, uses);
     if (parent != nullptr)
         trace_unselected(query, &level, is_cte, uses);
     collect_writes(query, &level, uses);
     collect_row_checks(query, uses);
-
-    // The queries below this one.
-    foreach (lc, query->cteList) {
-        CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
-        if (cte->ctequery != nullptr && IsA(cte->ctequery, Query))
-            collect_uses(reinterpret_cast<Query *>(cte->ctequery), &level, uses, true);
-    }
-    SublinkContext context = {&level, uses};
-    foreach (lc, query->rtable) {
-        RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
-        switch (rte->rtekind) {
-        case RTE_SUBQUERY:
-            collect_uses(rte->subquery, &level, uses, false);
-            break;
-        case RTE_FUNCTION: {
-            // The arguments of a function in FROM decide how many rows it makes:
-            // generate_series(1, salary / 1000) counts a masked column out loud.
-            ListCell *fc;
-            foreach (fc, rte->functions)
-                trace_predicate(lfirst_node(RangeTblFunction, fc)->funcexpr, &level, uses);
-            (void)sublink_walker(reinterpret_cast<Node *>(rte->functions), &context);
-            break;
-        }
-        case RTE_TABLEFUNC:
-            trace_predicate(reinterpret_cast<Node *>(rte->tablefunc), &level, uses);
-            (void)sublink_walker(reinterpret_cast<Node *>(rte->tablefunc), &context);
-            break;
-        case RTE_VALUES:
-            (void)sublink_walker(reinterpret_cast<Node *>(rte->values_lists), &context);
-            break;
-        case RTE_RELATION:
-            (void)sublink_walker(reinterpret_cast<Node *>(rte->tablesample), &context);
-            break;
-        default:
-            break;
-        }
-    }
-    // Sublinks in the query's own expressions (not the range table, the CTEs or its RLS checks).
-    Node *parts[] = {
-        reinterpret_cast<Node *>(query->targetList),
-        reinterpret_cast<Node *>(query->returningList),
-        reinterpret_cast<Node *>(query->jointree),
-        query->havingQual,
-        query->limitOffset,
-        query->limitCount,
-        reinterpret_cast<Node *>(query->onConflict),
-        reinterpret_cast<Node *>(query->mergeActionList),
-    };
-    for (Node *part : parts)
-        (void)sublink_walker(part, &context);
-    foreach (lc, query->windowClause) {
-        WindowClause *wc = lfirst_node(WindowClause, lc);
-        (void)sublink_walker(wc->startOffset, &context);
-        (void)sublink_walker(wc->endOffset, &context);
-    }
+    collect_below(query, &level, uses);
 }
 
 } // namespace lineage

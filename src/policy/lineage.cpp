@@ -1,35 +1,20 @@
 // The lineage of a value: see lineage.hpp.
 #include "policy/lineage.hpp"
 #include "policy/function_effects.hpp"
+#include "policy/join_columns.hpp"
 #include "policy/stored_copies.hpp"
 #include "policy/tree_walker.hpp"
 #include "policy/value_use.hpp"
 
 extern "C" {
-#include "access/htup_details.h"
-#include "access/relation.h"
-#include "access/sysattr.h"
 #include "access/transam.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_index.h"
 #include "catalog/pg_namespace.h"
-#include "catalog/pg_statistic.h"
-#include "catalog/pg_statistic_ext_data.h"
-#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
-#include "nodes/readfuncs.h"
-#include "optimizer/optimizer.h"
-#include "parser/analyze.h"
-#include "parser/parser.h"
 #include "parser/parsetree.h"
-#include "rewrite/rewriteHandler.h"
-#include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/rel.h"
-#include "utils/relcache.h"
-#include "utils/syscache.h"
 }
 
 #include <cstring>
@@ -38,74 +23,6 @@ namespace lineage {
 
 // Helpers and the exposed functions (lineage.hpp) call each other in both directions, so the
 // whole file is one namespace.
-
-void add_column(ColumnSet *set, Oid relid, AttrNumber attnum)
-{
-    const char *how = set->computing ? set->how : nullptr;
-    for (int i = 0; i < set->n; i++)
-        if (set->cols[i].relid == relid && set->cols[i].attnum == attnum) {
-            if (set->hows[i] == nullptr)
-                set->hows[i] = how;
-            return;
-        }
-    if (set->n == set->capacity) {
-        set->capacity = set->capacity ? set->capacity * 2 : 8;
-        set->cols = static_cast<ColumnRef *>(
-            set->cols ? repalloc(set->cols, sizeof(ColumnRef) * set->capacity)
-                      : palloc(sizeof(ColumnRef) * set->capacity));
-        set->hows = static_cast<const char **>(
-            set->hows ? repalloc(set->hows, sizeof(char *) * set->capacity)
-                      : palloc(sizeof(char *) * set->capacity));
-    }
-    set->cols[set->n].relid = relid;
-    set->cols[set->n].attnum = attnum;
-    set->hows[set->n] = how;
-    set->n++;
-}
-
-void add_columns(ColumnSet *to, const ColumnSet *from)
-{
-    const bool was_computing = to->computing;
-    const char *was_how = to->how;
-    for (int i = 0; i < from->n; i++) {
-        to->computing = from->hows[i] != nullptr;
-        to->how = from->hows[i];
-        add_column(to, from->cols[i].relid, from->cols[i].attnum);
-    }
-    to->computing = was_computing;
-    to->how = was_how;
-    if (to->unresolvable == nullptr)
-        to->unresolvable = from->unresolvable;
-}
-
-// True the first time (node, index) is seen in this set, in this context: a column first passed
-// through may be computed with on another path.
-bool first_visit(ColumnSet *set, const void *node, int index)
-{
-    for (int i = 0; i < set->nvisited; i++)
-        if (set->visited[i].node == node && set->visited[i].index == index &&
-            set->visited[i].computing == set->computing)
-            return false;
-    if (set->nvisited == set->visited_capacity) {
-        set->visited_capacity = set->visited_capacity ? set->visited_capacity * 2 : 8;
-        set->visited = static_cast<VisitKey *>(
-            set->visited ? repalloc(set->visited, sizeof(VisitKey) * set->visited_capacity)
-                         : palloc(sizeof(VisitKey) * set->visited_capacity));
-    }
-    set->visited[set->nvisited].node = node;
-    set->visited[set->nvisited].index = index;
-    set->visited[set->nvisited].computing = set->computing;
-    set->nvisited++;
-    return true;
-}
-
-void mark_unresolvable(ColumnSet *set, const char *reason)
-{
-    if (set->unresolvable == nullptr)
-        set->unresolvable = reason;
-}
-
-void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *set);
 
 // Column attno (0: every column) of every leaf of a set operation tree.
 void trace_setop_leaves(Node *node, Level *level, AttrNumber attno, ColumnSet *set)
@@ -169,103 +86,6 @@ void trace_assigned_values(Level *level, AttrNumber attno, bool include_on_confl
                 trace_expr(reinterpret_cast<Node *>(tle->expr), &plain, set);
         }
     }
-}
-
-// The range-table index of a join tree node (a RangeTblRef or a JoinExpr).
-int jointree_rtindex(Node *node)
-{
-    if (node == nullptr)
-        return 0;
-    if (IsA(node, RangeTblRef))
-        return reinterpret_cast<RangeTblRef *>(node)->rtindex;
-    if (IsA(node, JoinExpr))
-        return reinterpret_cast<JoinExpr *>(node)->rtindex;
-    return 0;
-}
-
-// The JoinExpr whose RTE is rtindex, anywhere in a join tree.
-JoinExpr *find_join(Node *node, int rtindex)
-{
-    if (node == nullptr)
-        return nullptr;
-    if (IsA(node, JoinExpr)) {
-        JoinExpr *join = reinterpret_cast<JoinExpr *>(node);
-        if (join->rtindex == rtindex)
-            return join;
-        JoinExpr *found = find_join(join->larg, rtindex);
-        return found ? found : find_join(join->rarg, rtindex);
-    }
-    if (IsA(node, FromExpr)) {
-        ListCell *lc;
-        foreach (lc, reinterpret_cast<FromExpr *>(node)->fromlist) {
-            JoinExpr *found = find_join(static_cast<Node *>(lfirst(lc)), rtindex);
-            if (found)
-                return found;
-        }
-    }
-    return nullptr;
-}
-
-// Merged column attno of a USING join: the column of both inputs, whichever side's value the
-// join returns (once per set).
-void trace_merged_inputs(Level *level, int rtindex, RangeTblEntry *rte, AttrNumber attno,
-                         ColumnSet *set)
-{
-    if (!first_visit(set, rte, attno))
-        return;
-    JoinExpr *join = find_join(reinterpret_cast<Node *>(level->query->jointree), rtindex);
-    if (join == nullptr) {
-        mark_unresolvable(set, "a join whose inputs cannot be found");
-        return;
-    }
-    int left = jointree_rtindex(join->larg), right = jointree_rtindex(join->rarg);
-    if (left > 0 && attno <= list_length(rte->joinleftcols))
-        trace_rte_column(level, left, list_nth_int(rte->joinleftcols, attno - 1), set);
-    if (right > 0 && attno <= list_length(rte->joinrightcols))
-        trace_rte_column(level, right, list_nth_int(rte->joinrightcols, attno - 1), set);
-}
-
-// The parser resolves a merged USING column of an inner, left or right join to the Var of one
-// input, leaving no mark of the join; yet its value stands for both inputs' columns. So a Var that
-// is the expansion of a join's merged column also derives from the other input's column.
-void trace_merged_partners(Level *level, Var *var, ColumnSet *set)
-{
-    int rtindex = 0;
-    ListCell *lc;
-    foreach (lc, level->query->rtable) {
-        rtindex++;
-        RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
-        if (rte->rtekind != RTE_JOIN || rte->joinmergedcols == 0)
-            continue;
-        for (int k = 0; k < rte->joinmergedcols && k < list_length(rte->joinaliasvars); k++) {
-            Node *alias =
-                strip_implicit_coercions(static_cast<Node *>(list_nth(rte->joinaliasvars, k)));
-            if (alias != nullptr && IsA(alias, Var)) {
-                Var *merged = reinterpret_cast<Var *>(alias);
-                if (merged->varlevelsup == 0 && merged->varno == var->varno &&
-                    merged->varattno == var->varattno)
-                    trace_merged_inputs(level, rtindex, rte, k + 1, set);
-            }
-        }
-    }
-}
-
-// Column attno (> 0) of a join RTE: its alias expansion, and for a merged (USING) column, the
-// column of both inputs, whichever side's value the join returns.
-void trace_join_column(Level *level, int rtindex, RangeTblEntry *rte, AttrNumber attno,
-                       ColumnSet *set)
-{
-    if (attno < 1 || attno > list_length(rte->joinaliasvars))
-        return;
-    Node *alias = static_cast<Node *>(list_nth(rte->joinaliasvars, attno - 1));
-    // A FULL JOIN's merged column is COALESCE(left, right): whichever value is there, unchanged;
-    // trace_merged_inputs follows both sides.
-    bool merged_coalesce = attno <= rte->joinmergedcols && alias != nullptr &&
-                           IsA(strip_implicit_coercions(alias), CoalesceExpr);
-    if (alias != nullptr && !merged_coalesce)
-        trace_expr(alias, level, set);
-    if (attno <= rte->joinmergedcols)
-        trace_merged_inputs(level, rtindex, rte, attno, set);
 }
 
 // Built-in set-returning functions whose rows derive from their arguments only: a function in FROM
@@ -332,56 +152,6 @@ Oid view_of_subquery(Query *subquery)
         first->eref != nullptr && std::strcmp(first->eref->aliasname, "old") == 0)
         return first->relid;
     return InvalidOid;
-}
-
-// Adds a name to a ValueNames, once.
-void add_name(ValueNames *names, int *capacity, const ColumnRef &name)
-{
-    for (int i = 0; i < names->n; i++)
-        if (names->cols[i].relid == name.relid && names->cols[i].attnum == name.attnum)
-            return;
-    if (names->n == *capacity) {
-        *capacity = *capacity ? *capacity * 2 : 8;
-        names->cols = static_cast<ColumnRef *>(
-            names->cols ? repalloc(names->cols, sizeof(ColumnRef) * *capacity)
-                        : palloc(sizeof(ColumnRef) * *capacity));
-    }
-    names->cols[names->n++] = name;
-}
-
-// Keeps a value's names in the set, unless a value with the same names is kept already.
-void keep_value(ColumnSet *set, ValueNames *names)
-{
-    ListCell *lc;
-    foreach (lc, set->held) {
-        const ValueNames *seen = static_cast<const ValueNames *>(lfirst(lc));
-        bool same = seen->n == names->n;
-        for (int i = 0; same && i < names->n; i++)
-            same = seen->cols[i].relid == names->cols[i].relid &&
-                   seen->cols[i].attnum == names->cols[i].attnum;
-        if (same)
-            return;
-    }
-    set->held = lappend(set->held, names);
-}
-
-// The names a value read from column attnum of table relid goes by (ValueNames): the column
-// first, then its ancestors' same-named columns, then what it is read through.
-void hold_value(ColumnSet *set, Oid relid, AttrNumber attnum, const ColumnRef *ancestors,
-                int nancestors)
-{
-    ValueNames *names = static_cast<ValueNames *>(palloc0(sizeof(ValueNames)));
-    int capacity = 0;
-    ColumnRef column;
-    column.relid = relid;
-    column.attnum = attnum;
-    add_name(names, &capacity, column);
-    for (int i = 0; i < nancestors; i++)
-        add_name(names, &capacity, ancestors[i]);
-    ListCell *lc;
-    foreach (lc, set->through)
-        add_name(names, &capacity, *static_cast<ColumnRef *>(lfirst(lc)));
-    keep_value(set, names);
 }
 
 // The same rows under other names (stored_copies.hpp): a partition's or a child table's column is
@@ -468,6 +238,76 @@ void trace_row_fields(Level *level, int rtindex, ColumnSet *set)
     }
 }
 
+// Column attno of a table or materialized view at this level, and for a write, the values its
+// RETURNING shows of the result relation, or EXCLUDED holds.
+void trace_relation_column(Level *level, int rtindex, RangeTblEntry *rte, AttrNumber attno,
+                           ColumnSet *set)
+{
+    Query *query = level->query;
+    if (rte->relkind == RELKIND_MATVIEW) {
+        // A materialized view is traced through its defining query, as a view's is; its own name
+        // stays a source, so a rule on it applies as well.
+        if (attno > 0) {
+            add_column(set, rte->relid, attno);
+            Query *defining = matview_query(rte->relid);
+            if (defining == nullptr)
+                mark_unresolvable(set, "a materialized view whose query cannot be read");
+            else
+                trace_query_through(defining, attno, level, rte->relid, set);
+        }
+    } else {
+        read_table_column(rte, attno, set);
+    }
+    if (query->commandType != CMD_SELECT) {
+        // RETURNING shows the values written; EXCLUDED holds the values proposed for insertion.
+        if (level->returning && rtindex == query->resultRelation)
+            trace_assigned_values(level, attno, true, set);
+        else if (query->onConflict != nullptr && rtindex == query->onConflict->exclRelIndex)
+            trace_assigned_values(level, attno, false, set);
+    }
+}
+
+// Column attno of a WITH query, traced at the level that defines it.
+void trace_cte_column(Level *level, RangeTblEntry *rte, AttrNumber attno, ColumnSet *set)
+{
+    Level *owner = level;
+    for (Index i = 0; i < rte->ctelevelsup && owner != nullptr; i++)
+        owner = owner->parent;
+    CommonTableExpr *found = nullptr;
+    if (owner != nullptr) {
+        ListCell *lc;
+        foreach (lc, owner->query->cteList) {
+            CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
+            if (std::strcmp(cte->ctename, rte->ctename) == 0) {
+                found = cte;
+                break;
+            }
+        }
+    }
+    if (found == nullptr || found->ctequery == nullptr || !IsA(found->ctequery, Query)) {
+        mark_unresolvable(set, "a WITH query the analysis cannot find");
+        return;
+    }
+    Query *cte_query = reinterpret_cast<Query *>(found->ctequery);
+    trace_query_column(cte_query, attno, owner, cte_query->commandType != CMD_SELECT, set);
+}
+
+// A column of functions in FROM: traced through their arguments when every one is transparent,
+// else unresolvable.
+void trace_function_column(Level *level, RangeTblEntry *rte, ColumnSet *set)
+{
+    ListCell *lc;
+    foreach (lc, rte->functions) {
+        RangeTblFunction *rtfunc = lfirst_node(RangeTblFunction, lc);
+        if (!is_transparent_function(rtfunc->funcexpr)) {
+            mark_unresolvable(set, "a function in FROM");
+            return;
+        }
+    }
+    foreach (lc, rte->functions)
+        trace_expr(lfirst_node(RangeTblFunction, lc)->funcexpr, level, set);
+}
+
 // The sources of column attno (0: the whole row, field by field) of RTE rtindex at this level.
 void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *set)
 {
@@ -485,30 +325,9 @@ void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *se
     }
     RangeTblEntry *rte = rt_fetch(rtindex, query->rtable);
     switch (rte->rtekind) {
-    case RTE_RELATION: {
-        if (rte->relkind == RELKIND_MATVIEW) {
-            // A materialized view is traced through its defining query, as a view's is; its own
-            // name stays a source, so a rule on it applies as well.
-            if (attno > 0) {
-                add_column(set, rte->relid, attno);
-                Query *defining = matview_query(rte->relid);
-                if (defining == nullptr)
-                    mark_unresolvable(set, "a materialized view whose query cannot be read");
-                else
-                    trace_query_through(defining, attno, level, rte->relid, set);
-            }
-        } else {
-            read_table_column(rte, attno, set);
-        }
-        if (query->commandType != CMD_SELECT) {
-            // RETURNING shows the values written; EXCLUDED holds the values proposed for insertion.
-            if (level->returning && rtindex == query->resultRelation)
-                trace_assigned_values(level, attno, true, set);
-            else if (query->onConflict != nullptr && rtindex == query->onConflict->exclRelIndex)
-                trace_assigned_values(level, attno, false, set);
-        }
+    case RTE_RELATION:
+        trace_relation_column(level, rtindex, rte, attno, set);
         break;
-    }
     case RTE_SUBQUERY: {
         // An expanded view is a source itself as well, so a rule on a view's column applies.
         Oid view = view_of_subquery(rte->subquery);
@@ -520,29 +339,9 @@ void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *se
     case RTE_JOIN:
         trace_join_column(level, rtindex, rte, attno, set);
         break;
-    case RTE_CTE: {
-        Level *owner = level;
-        for (Index i = 0; i < rte->ctelevelsup && owner != nullptr; i++)
-            owner = owner->parent;
-        CommonTableExpr *found = nullptr;
-        if (owner != nullptr) {
-            ListCell *lc;
-            foreach (lc, owner->query->cteList) {
-                CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
-                if (std::strcmp(cte->ctename, rte->ctename) == 0) {
-                    found = cte;
-                    break;
-                }
-            }
-        }
-        if (found == nullptr || found->ctequery == nullptr || !IsA(found->ctequery, Query)) {
-            mark_unresolvable(set, "a WITH query the analysis cannot find");
-            break;
-        }
-        Query *cte_query = reinterpret_cast<Query *>(found->ctequery);
-        trace_query_column(cte_query, attno, owner, cte_query->commandType != CMD_SELECT, set);
+    case RTE_CTE:
+        trace_cte_column(level, rte, attno, set);
         break;
-    }
     case RTE_VALUES: {
         ListCell *row;
         foreach (row, rte->values_lists) {
@@ -552,19 +351,9 @@ void trace_rte_column(Level *level, int rtindex, AttrNumber attno, ColumnSet *se
         }
         break;
     }
-    case RTE_FUNCTION: {
-        ListCell *lc;
-        foreach (lc, rte->functions) {
-            RangeTblFunction *rtfunc = lfirst_node(RangeTblFunction, lc);
-            if (!is_transparent_function(rtfunc->funcexpr)) {
-                mark_unresolvable(set, "a function in FROM");
-                return;
-            }
-        }
-        foreach (lc, rte->functions)
-            trace_expr(lfirst_node(RangeTblFunction, lc)->funcexpr, level, set);
+    case RTE_FUNCTION:
+        trace_function_column(level, rte, set);
         break;
-    }
     case RTE_TABLEFUNC:
         mark_unresolvable(set, "a table function in FROM");
         break;
@@ -720,24 +509,6 @@ void trace_expr(Node *expr, Level *level, ColumnSet *set)
     (void)trace_walker(expr, &context);
     set->computing = was_computing;
     set->how = was_how;
-}
-
-SourceColumn *named_columns(const ColumnSet *set)
-{
-    SourceColumn *out = static_cast<SourceColumn *>(palloc0(sizeof(SourceColumn) * Max(set->n, 1)));
-    for (int i = 0; i < set->n; i++) {
-        Oid relid = set->cols[i].relid;
-        out[i].relid = relid;
-        out[i].attnum = set->cols[i].attnum;
-        char *schema = get_namespace_name(get_rel_namespace(relid));
-        char *table = get_rel_name(relid);
-        char *column = get_attname(relid, set->cols[i].attnum, true);
-        out[i].schema = schema ? schema : pstrdup("?");
-        out[i].table = table ? table : pstrdup("?");
-        out[i].column = column ? column : psprintf("#%d", set->cols[i].attnum);
-        out[i].computed = set->hows[i];
-    }
-    return out;
 }
 
 } // namespace lineage

@@ -154,20 +154,9 @@ void output_values(const ColumnSet *set, OutputLineage *out)
     }
 }
 
-} // namespace
-
-void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid saved_by,
-                   QueryAnalysis *out)
+// The one statement of sql, parsed and analyzed.
+Query *parse_one(const char *sql, int nparams, const Oid *param_types)
 {
-    memset(out, 0, sizeof(*out));
-
-    ErrorContextCallback callback;
-    callback.callback = analysis_error_callback;
-    callback.arg = const_cast<char *>(sql);
-    callback.previous = error_context_stack;
-    error_context_stack = &callback;
-    pg::fault_point("analysis"); // a C++ exception with a callback pushed: see pg_guard.hpp
-
     List *raw = raw_parser(sql, RAW_PARSE_DEFAULT);
     if (list_length(raw) != 1)
         ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR),
@@ -179,9 +168,14 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
         ereport(ERROR,
                 (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                  errmsg("a saved query must be SELECT, VALUES, INSERT, UPDATE, DELETE or MERGE")));
+    return query;
+}
 
-    // Before rewrite: whose code it runs (code_trust.hpp), what it names (views as themselves),
-    // what it writes, and whether it calls a function that reads the database by itself.
+// Before rewrite: whose code it runs (code_trust.hpp), what it names (views as themselves), what
+// it writes, and whether it calls a function that reads the database by itself.
+void analyze_named(Query *query, Oid saved_by, const Oid *param_types, int nparams,
+                   QueryAnalysis *out)
+{
     out->untrusted =
         untrusted_code(query, GetUserId(), saved_by, param_types, nparams, &out->trust_depends);
     out->reads_database =
@@ -199,22 +193,22 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
     }
     out->write_ops = named.write_ops;
     out->returns_rows = query->commandType == CMD_SELECT || query->returningList != NIL;
+}
 
-    // After rewrite (views expanded; the rewriter works on this tree in place).
-    List *rewritten = QueryRewrite(query);
+// After rewrite (views expanded): what every rewritten query depends on, does with columns
+// (uses) and writes outside the tables, the privileges it lacks, and the statistics it reads.
+// Returns the query that is the statement's own (canSetTag), or null.
+Query *analyze_rewritten(List *rewritten, Uses *uses, QueryAnalysis *out)
+{
     Query *top = nullptr;
     RelationCollector depends = {0, 0, nullptr, 0};
-    Uses uses;
-    memset(&uses, 0, sizeof(uses));
-    uses.nparams = nparams;
-    uses.met = static_cast<ColumnSet *>(palloc0(sizeof(ColumnSet) * Max(nparams, 1)));
     ListCell *lc;
     foreach (lc, rewritten) {
         Query *q = lfirst_node(Query, lc);
         if (q->canSetTag && top == nullptr)
             top = q;
         (void)relation_walker(reinterpret_cast<Node *>(q), &depends);
-        lineage::collect_uses(q, nullptr, &uses, false);
+        lineage::collect_uses(q, nullptr, uses, false);
         if (out->writes_outside == nullptr)
             out->writes_outside =
                 first_function_where(reinterpret_cast<Node *>(q), function_writes_outside);
@@ -228,58 +222,101 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
     for (int i = 0; i < depends.n && out->value_copies == nullptr; i++)
         if (depends.oids[i] == StatisticRelationId || depends.oids[i] == StatisticExtDataRelationId)
             out->value_copies = psprintf("pg_catalog.%s", get_rel_name(depends.oids[i]));
-    out->npredicates = uses.predicates.n;
-    out->predicates = lineage::named_columns(&uses.predicates);
+    return top;
+}
+
+// What the statement does with columns besides returning them (column_uses.hpp).
+void record_uses(const Uses *uses, QueryAnalysis *out)
+{
+    out->npredicates = uses->predicates.n;
+    out->predicates = lineage::named_columns(&uses->predicates);
     out->predicate_unresolvable =
-        uses.predicates.unresolvable ? pstrdup(uses.predicates.unresolvable) : nullptr;
-    out->nunselected = uses.unselected.n;
-    out->unselected = lineage::named_columns(&uses.unselected);
-    out->nwrites = uses.nwrites;
+        uses->predicates.unresolvable ? pstrdup(uses->predicates.unresolvable) : nullptr;
+    out->nunselected = uses->unselected.n;
+    out->unselected = lineage::named_columns(&uses->unselected);
+    out->nwrites = uses->nwrites;
     out->writes =
-        uses.writes ? uses.writes : static_cast<WriteLineage *>(palloc0(sizeof(WriteLineage)));
-    out->nrow_checks = list_length(uses.row_checks);
+        uses->writes ? uses->writes : static_cast<WriteLineage *>(palloc0(sizeof(WriteLineage)));
+    out->nrow_checks = list_length(uses->row_checks);
     out->row_checks = static_cast<RowCheck *>(palloc0(sizeof(RowCheck) * Max(out->nrow_checks, 1)));
     for (int i = 0; i < out->nrow_checks; i++)
-        out->row_checks[i] = *static_cast<RowCheck *>(list_nth(uses.row_checks, i));
+        out->row_checks[i] = *static_cast<RowCheck *>(list_nth(uses->row_checks, i));
+}
 
-    // The outputs: the statement's own target list (or RETURNING), as the client receives it.
-    if (top != nullptr && out->returns_rows) {
-        List *outputs = lineage::output_list(top);
-        int n = 0;
-        foreach (lc, outputs)
-            if (!lfirst_node(TargetEntry, lc)->resjunk)
-                n++;
-        out->noutputs = n;
-        out->outputs = static_cast<OutputLineage *>(palloc0(sizeof(OutputLineage) * Max(n, 1)));
-        int i = 0;
-        foreach (lc, outputs) {
-            TargetEntry *tle = lfirst_node(TargetEntry, lc);
-            if (tle->resjunk)
-                continue;
-            ColumnSet set;
-            memset(&set, 0, sizeof(set));
-            lineage::trace_query_column(top, tle->resno, nullptr, top->commandType != CMD_SELECT,
-                                        &set);
-            lineage::meet(&uses, &set, nullptr);
-            OutputLineage *o = &out->outputs[i++];
-            o->name = pstrdup(tle->resname ? tle->resname : "?column?");
-            o->nsources = set.n;
-            o->sources = lineage::named_columns(&set);
-            o->unresolvable = set.unresolvable ? pstrdup(set.unresolvable) : nullptr;
-            output_values(&set, o);
-        }
-    } else {
-        out->outputs = static_cast<OutputLineage *>(palloc0(sizeof(OutputLineage)));
+// The outputs: the statement's own target list (or RETURNING), as the client receives it. Each is
+// a site its parameters meet (column_uses.hpp).
+void trace_outputs(Query *top, Uses *uses, QueryAnalysis *out)
+{
+    List *outputs = lineage::output_list(top);
+    ListCell *lc;
+    int n = 0;
+    foreach (lc, outputs)
+        if (!lfirst_node(TargetEntry, lc)->resjunk)
+            n++;
+    out->noutputs = n;
+    out->outputs = static_cast<OutputLineage *>(palloc0(sizeof(OutputLineage) * Max(n, 1)));
+    int i = 0;
+    foreach (lc, outputs) {
+        TargetEntry *tle = lfirst_node(TargetEntry, lc);
+        if (tle->resjunk)
+            continue;
+        ColumnSet set;
+        memset(&set, 0, sizeof(set));
+        lineage::trace_query_column(top, tle->resno, nullptr, top->commandType != CMD_SELECT, &set);
+        lineage::meet(uses, &set, nullptr);
+        OutputLineage *o = &out->outputs[i++];
+        o->name = pstrdup(tle->resname ? tle->resname : "?column?");
+        o->nsources = set.n;
+        o->sources = lineage::named_columns(&set);
+        o->unresolvable = set.unresolvable ? pstrdup(set.unresolvable) : nullptr;
+        output_values(&set, o);
     }
+}
 
-    out->nparams = nparams;
-    out->params = static_cast<ParamLineage *>(palloc0(sizeof(ParamLineage) * Max(nparams, 1)));
-    for (int i = 0; i < nparams; i++) {
-        out->params[i].nsources = uses.met[i].n;
-        out->params[i].sources = lineage::named_columns(&uses.met[i]);
+// What each parameter meets.
+void record_params(const Uses *uses, QueryAnalysis *out)
+{
+    out->nparams = uses->nparams;
+    out->params =
+        static_cast<ParamLineage *>(palloc0(sizeof(ParamLineage) * Max(uses->nparams, 1)));
+    for (int i = 0; i < uses->nparams; i++) {
+        out->params[i].nsources = uses->met[i].n;
+        out->params[i].sources = lineage::named_columns(&uses->met[i]);
         out->params[i].unresolvable =
-            uses.met[i].unresolvable ? pstrdup(uses.met[i].unresolvable) : nullptr;
+            uses->met[i].unresolvable ? pstrdup(uses->met[i].unresolvable) : nullptr;
     }
+}
+
+} // namespace
+
+void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid saved_by,
+                   QueryAnalysis *out)
+{
+    memset(out, 0, sizeof(*out));
+
+    ErrorContextCallback callback;
+    callback.callback = analysis_error_callback;
+    callback.arg = const_cast<char *>(sql);
+    callback.previous = error_context_stack;
+    error_context_stack = &callback;
+    pg::fault_point("analysis"); // a C++ exception with a callback pushed: see pg_guard.hpp
+
+    Query *query = parse_one(sql, nparams, param_types);
+    analyze_named(query, saved_by, param_types, nparams, out);
+
+    // After rewrite (views expanded; the rewriter works on this tree in place).
+    List *rewritten = QueryRewrite(query);
+    Uses uses;
+    memset(&uses, 0, sizeof(uses));
+    uses.nparams = nparams;
+    uses.met = static_cast<ColumnSet *>(palloc0(sizeof(ColumnSet) * Max(nparams, 1)));
+    Query *top = analyze_rewritten(rewritten, &uses, out);
+    record_uses(&uses, out);
+    if (top != nullptr && out->returns_rows)
+        trace_outputs(top, &uses, out);
+    else
+        out->outputs = static_cast<OutputLineage *>(palloc0(sizeof(OutputLineage)));
+    record_params(&uses, out);
 
     error_context_stack = callback.previous;
 }

@@ -4,7 +4,7 @@
 // outcome (a row written, or an error) depends on such a check learns what the check compared:
 // `UPDATE staff SET cap = :cap` under `CHECK (salary <= cap)` answers 200 or 500 as :cap passes the
 // hidden salary. So every column a check reads is a use of that column, refused under a masking
-// policy like a predicate (policy_decision.cpp, mask_predicate). Internal to the analysis
+// policy like a predicate (rules/policy_checks.cpp, mask_predicate). Internal to the analysis
 // (column_uses.cpp calls it for every write at every level).
 #pragma once
 

@@ -159,6 +159,163 @@ void append_action(StringInfo buf, const char *key, masking::Action action)
                                                             : masking::action_name(action).c_str());
 }
 
+// As the call would: the policy's role, the query's search_path; then the decision, with the
+// actions of every output and parameter.
+void analyze_and_decide(const ExplainInputs &in, QueryAnalysis *analysis, PlainDecision *decision)
+{
+    QueryContext context;
+    query_context_begin(&context, in.run_as, in.search_path);
+    analyze_query(in.prepared_sql, in.nparams, in.param_types, in.saved_by, analysis);
+    query_context_end(&context);
+
+    memset(decision, 0, sizeof(*decision));
+    decision->actions = static_cast<masking::Action *>(
+        palloc0(sizeof(masking::Action) * Max(analysis->noutputs, 1)));
+    decision->param_actions = static_cast<masking::Action *>(
+        palloc0(sizeof(masking::Action) * Max(analysis->nparams, 1)));
+    decide_plain(analysis, &in.rules, decision);
+    if (decision->failed)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", decision->message)));
+}
+
+// , "tables": [...], "writes": [...], "returns_rows": ...
+void append_tables(StringInfo buf, const QueryAnalysis &analysis)
+{
+    appendStringInfoString(buf, ", \"tables\": [");
+    for (int i = 0; i < analysis.nrelations; i++) {
+        if (i > 0)
+            appendStringInfoString(buf, ", ");
+        char *name = psprintf("%s.%s", analysis.relations[i].schema, analysis.relations[i].name);
+        escape_json(buf, name);
+    }
+    appendStringInfoString(buf, "], \"writes\": [");
+    bool first = true;
+    for (const write_ops::Op &op : write_ops::all)
+        if (analysis.write_ops & op.bit) {
+            appendStringInfo(buf, "%s\"%s\"", first ? "" : ", ", op.name);
+            first = false;
+        }
+    appendStringInfo(buf, "], \"returns_rows\": %s", analysis.returns_rows ? "true" : "false");
+}
+
+// , "columns": [...], "params": [...]
+void append_outputs(StringInfo buf, const ExplainInputs &in, const QueryAnalysis &analysis,
+                    const PlainDecision &decision)
+{
+    appendStringInfoString(buf, ", \"columns\": [");
+    for (int i = 0; i < analysis.noutputs; i++) {
+        const OutputLineage *out = &analysis.outputs[i];
+        appendStringInfoString(buf, i > 0 ? ", {\"name\": " : "{\"name\": ");
+        escape_json(buf, out->name);
+        append_columns(buf, "sources", out->sources, out->nsources);
+        append_action(buf, "mask", decision.actions[i]);
+        appendStringInfoString(buf, ", \"unresolvable\": ");
+        append_json_string(buf, out->unresolvable);
+        appendStringInfoChar(buf, '}');
+    }
+    // What each parameter meets, and how the run history masks its value (policies that record
+    // parameters: set_policy(history_params => true)).
+    appendStringInfoString(buf, "], \"params\": [");
+    for (int i = 0; i < analysis.nparams; i++) {
+        const ParamLineage *param = &analysis.params[i];
+        appendStringInfoString(buf, i > 0 ? ", {\"name\": " : "{\"name\": ");
+        append_json_string(buf, in.param_names[i]);
+        append_columns(buf, "meets", param->sources, param->nsources);
+        append_action(buf, "history", decision.param_actions[i]);
+        appendStringInfoChar(buf, '}');
+    }
+    appendStringInfoChar(buf, ']');
+}
+
+// , "predicates": [...], "row_checks": [...]
+void append_comparisons(StringInfo buf, const QueryAnalysis &analysis)
+{
+    appendStringInfoString(buf, ", \"predicates\": [");
+    for (int i = 0; i < analysis.npredicates; i++) {
+        if (i > 0)
+            appendStringInfoString(buf, ", ");
+        append_column_name(buf, &analysis.predicates[i]);
+    }
+    // What the database checks on the rows a write changes, and the column each reads as stored
+    // ("stored": true) or as the write assigns it; null for a check that can read anything.
+    appendStringInfoString(buf, "], \"row_checks\": [");
+    for (int i = 0; i < analysis.nrow_checks; i++) {
+        const RowCheck &check = analysis.row_checks[i];
+        appendStringInfoString(buf, i > 0 ? ", {\"by\": " : "{\"by\": ");
+        escape_json(buf, check.by);
+        appendStringInfoString(buf, ", \"column\": ");
+        if (check.any_column)
+            appendStringInfoString(buf, "null");
+        else
+            append_column_name(buf, &check.column);
+        appendStringInfoString(buf,
+                               check.existing ? ", \"stored\": true}" : ", \"stored\": false}");
+    }
+    appendStringInfoChar(buf, ']');
+}
+
+// , "computed": [...]: where a value is computed with: on its way to an output (the output's
+// name), to a written column (its name), or where no output shows it (null). Under a masking
+// policy a masked one is refused (mask_expression).
+void append_computed(StringInfo buf, const QueryAnalysis &analysis)
+{
+    appendStringInfoString(buf, ", \"computed\": [");
+    bool first_computed = true;
+    const int nlists = analysis.noutputs + analysis.nwrites + 1;
+    for (int i = 0; i < nlists; i++) {
+        const bool output = i < analysis.noutputs;
+        const bool write = !output && i < nlists - 1;
+        const WriteLineage *w = write ? &analysis.writes[i - analysis.noutputs] : nullptr;
+        const int n = output  ? analysis.outputs[i].nsources
+                      : write ? w->nsources
+                              : analysis.nunselected;
+        const SourceColumn *sources = output  ? analysis.outputs[i].sources
+                                      : write ? w->sources
+                                              : analysis.unselected;
+        for (int s = 0; s < n; s++) {
+            if (sources[s].computed == nullptr)
+                continue;
+            appendStringInfoString(buf, first_computed ? "{\"column\": " : ", {\"column\": ");
+            first_computed = false;
+            if (output)
+                escape_json(buf, analysis.outputs[i].name);
+            else if (write)
+                append_column_name(buf, &w->target);
+            else
+                appendStringInfoString(buf, "null");
+            appendStringInfoString(buf, ", \"source\": ");
+            append_column_name(buf, &sources[s]);
+            appendStringInfoString(buf, ", \"by\": ");
+            escape_json(buf, sources[s].computed);
+            appendStringInfoChar(buf, '}');
+        }
+    }
+    appendStringInfoChar(buf, ']');
+}
+
+// , "predicate_unresolvable", "untrusted", "missing_privilege", "refused": the decision's code and
+// reason, or null.
+void append_verdict(StringInfo buf, const QueryAnalysis &analysis, const PlainDecision &decision)
+{
+    appendStringInfoString(buf, ", \"predicate_unresolvable\": ");
+    append_json_string(buf, analysis.predicate_unresolvable);
+    appendStringInfoString(buf, ", \"untrusted\": ");
+    append_json_string(buf, analysis.untrusted);
+    appendStringInfoString(buf, ", \"missing_privilege\": ");
+    append_json_string(buf, analysis.missing_privilege);
+
+    appendStringInfoString(buf, ", \"refused\": ");
+    if (decision.code[0] == '\0') {
+        appendStringInfoString(buf, "null");
+    } else {
+        appendStringInfoString(buf, "{\"code\": ");
+        escape_json(buf, decision.code);
+        appendStringInfoString(buf, ", \"reason\": ");
+        escape_json(buf, decision.message);
+        appendStringInfoChar(buf, '}');
+    }
+}
+
 } // namespace
 
 QUERYGATE_SQL_FUNCTION(querygate_explain)
@@ -183,22 +340,9 @@ QUERYGATE_SQL_FUNCTION(querygate_explain)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("the run_as role of policy \"%s\" no longer exists", policy)));
 
-    // As the call would: the policy's role, the query's search_path.
     QueryAnalysis analysis;
-    QueryContext context;
-    query_context_begin(&context, in.run_as, in.search_path);
-    analyze_query(in.prepared_sql, in.nparams, in.param_types, in.saved_by, &analysis);
-    query_context_end(&context);
-
     PlainDecision decision;
-    memset(&decision, 0, sizeof(decision));
-    decision.actions = static_cast<masking::Action *>(
-        palloc0(sizeof(masking::Action) * Max(analysis.noutputs, 1)));
-    decision.param_actions =
-        static_cast<masking::Action *>(palloc0(sizeof(masking::Action) * Max(analysis.nparams, 1)));
-    decide_plain(&analysis, &in.rules, &decision);
-    if (decision.failed)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("%s", decision.message)));
+    analyze_and_decide(in, &analysis, &decision);
 
     StringInfoData buf;
     initStringInfo(&buf);
@@ -209,117 +353,11 @@ QUERYGATE_SQL_FUNCTION(querygate_explain)
     appendStringInfoString(&buf, ", \"run_as\": ");
     escape_json(&buf, run_as);
     appendStringInfo(&buf, ", \"granted\": %s", in.granted ? "true" : "false");
-
-    appendStringInfoString(&buf, ", \"tables\": [");
-    for (int i = 0; i < analysis.nrelations; i++) {
-        if (i > 0)
-            appendStringInfoString(&buf, ", ");
-        char *name = psprintf("%s.%s", analysis.relations[i].schema, analysis.relations[i].name);
-        escape_json(&buf, name);
-    }
-    appendStringInfoString(&buf, "], \"writes\": [");
-    bool first = true;
-    for (const write_ops::Op &op : write_ops::all)
-        if (analysis.write_ops & op.bit) {
-            appendStringInfo(&buf, "%s\"%s\"", first ? "" : ", ", op.name);
-            first = false;
-        }
-    appendStringInfo(&buf, "], \"returns_rows\": %s", analysis.returns_rows ? "true" : "false");
-
-    appendStringInfoString(&buf, ", \"columns\": [");
-    for (int i = 0; i < analysis.noutputs; i++) {
-        const OutputLineage *out = &analysis.outputs[i];
-        appendStringInfoString(&buf, i > 0 ? ", {\"name\": " : "{\"name\": ");
-        escape_json(&buf, out->name);
-        append_columns(&buf, "sources", out->sources, out->nsources);
-        append_action(&buf, "mask", decision.actions[i]);
-        appendStringInfoString(&buf, ", \"unresolvable\": ");
-        append_json_string(&buf, out->unresolvable);
-        appendStringInfoChar(&buf, '}');
-    }
-    // What each parameter meets, and how the run history masks its value (policies that record
-    // parameters: set_policy(history_params => true)).
-    appendStringInfoString(&buf, "], \"params\": [");
-    for (int i = 0; i < analysis.nparams; i++) {
-        const ParamLineage *param = &analysis.params[i];
-        appendStringInfoString(&buf, i > 0 ? ", {\"name\": " : "{\"name\": ");
-        append_json_string(&buf, in.param_names[i]);
-        append_columns(&buf, "meets", param->sources, param->nsources);
-        append_action(&buf, "history", decision.param_actions[i]);
-        appendStringInfoChar(&buf, '}');
-    }
-    appendStringInfoString(&buf, "], \"predicates\": [");
-    for (int i = 0; i < analysis.npredicates; i++) {
-        if (i > 0)
-            appendStringInfoString(&buf, ", ");
-        append_column_name(&buf, &analysis.predicates[i]);
-    }
-    // What the database checks on the rows a write changes, and the column each reads as stored
-    // ("stored": true) or as the write assigns it; null for a check that can read anything.
-    appendStringInfoString(&buf, "], \"row_checks\": [");
-    for (int i = 0; i < analysis.nrow_checks; i++) {
-        const RowCheck &check = analysis.row_checks[i];
-        appendStringInfoString(&buf, i > 0 ? ", {\"by\": " : "{\"by\": ");
-        escape_json(&buf, check.by);
-        appendStringInfoString(&buf, ", \"column\": ");
-        if (check.any_column)
-            appendStringInfoString(&buf, "null");
-        else
-            append_column_name(&buf, &check.column);
-        appendStringInfoString(&buf,
-                               check.existing ? ", \"stored\": true}" : ", \"stored\": false}");
-    }
-    // Where a value is computed with: on its way to an output (the output's name), to a written
-    // column (its name), or where no output shows it (null). Under a masking policy a masked one
-    // is refused (mask_expression).
-    appendStringInfoString(&buf, "], \"computed\": [");
-    bool first_computed = true;
-    const int nlists = analysis.noutputs + analysis.nwrites + 1;
-    for (int i = 0; i < nlists; i++) {
-        const bool output = i < analysis.noutputs;
-        const bool write = !output && i < nlists - 1;
-        const WriteLineage *w = write ? &analysis.writes[i - analysis.noutputs] : nullptr;
-        const int n = output  ? analysis.outputs[i].nsources
-                      : write ? w->nsources
-                              : analysis.nunselected;
-        const SourceColumn *sources = output  ? analysis.outputs[i].sources
-                                      : write ? w->sources
-                                              : analysis.unselected;
-        for (int s = 0; s < n; s++) {
-            if (sources[s].computed == nullptr)
-                continue;
-            appendStringInfoString(&buf, first_computed ? "{\"column\": " : ", {\"column\": ");
-            first_computed = false;
-            if (output)
-                escape_json(&buf, analysis.outputs[i].name);
-            else if (write)
-                append_column_name(&buf, &w->target);
-            else
-                appendStringInfoString(&buf, "null");
-            appendStringInfoString(&buf, ", \"source\": ");
-            append_column_name(&buf, &sources[s]);
-            appendStringInfoString(&buf, ", \"by\": ");
-            escape_json(&buf, sources[s].computed);
-            appendStringInfoChar(&buf, '}');
-        }
-    }
-    appendStringInfoString(&buf, "], \"predicate_unresolvable\": ");
-    append_json_string(&buf, analysis.predicate_unresolvable);
-    appendStringInfoString(&buf, ", \"untrusted\": ");
-    append_json_string(&buf, analysis.untrusted);
-    appendStringInfoString(&buf, ", \"missing_privilege\": ");
-    append_json_string(&buf, analysis.missing_privilege);
-
-    appendStringInfoString(&buf, ", \"refused\": ");
-    if (decision.code[0] == '\0') {
-        appendStringInfoString(&buf, "null");
-    } else {
-        appendStringInfoString(&buf, "{\"code\": ");
-        escape_json(&buf, decision.code);
-        appendStringInfoString(&buf, ", \"reason\": ");
-        escape_json(&buf, decision.message);
-        appendStringInfoChar(&buf, '}');
-    }
+    append_tables(&buf, analysis);
+    append_outputs(&buf, in, analysis, decision);
+    append_comparisons(&buf, analysis);
+    append_computed(&buf, analysis);
+    append_verdict(&buf, analysis, decision);
     appendStringInfoChar(&buf, '}');
 
     PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));

@@ -284,6 +284,60 @@ QUERYGATE_SQL_FUNCTION(querygate_revoke_events)
     PG_RETURN_VOID();
 }
 
+// How long the policy's calls may run; querygate.statement_timeout still bounds every call
+// (the runner arms the shorter), so a policy can only shorten it. Zero removes it.
+static void set_statement_timeout(FunctionCallInfo fcinfo, const char *policy)
+{
+    const Interval *timeout = PG_GETARG_INTERVAL_P(4);
+    const double usecs = static_cast<double>(timeout->time) +
+                         static_cast<double>(timeout->day) * USECS_PER_DAY +
+                         static_cast<double>(timeout->month) * DAYS_PER_MONTH * USECS_PER_DAY;
+    if (usecs < 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("statement_timeout must not be negative"),
+                        errhint("Use '0' to remove the policy's own time limit.")));
+    const char *args[2] = {policy, usecs == 0 ? nullptr
+                                              : DatumGetCString(DirectFunctionCall1(
+                                                    interval_out, PG_GETARG_DATUM(4)))};
+    catalog_exec_texts("UPDATE querygate.policy SET statement_timeout = "
+                       "$2::pg_catalog.interval WHERE name = $1",
+                       2, args);
+}
+
+// Whose hashes the policy's can be compared with: '' its own again; a name, every policy's
+// that names it (joining hashes across them is then the point). Whoever may act as the role
+// may choose, as they may change its masks.
+static void set_hash_scope(FunctionCallInfo fcinfo, const char *policy)
+{
+    char *scope = text_to_cstring(PG_GETARG_TEXT_PP(6));
+    const char *args[2] = {policy, scope[0] != '\0' ? scope : nullptr};
+    if (scope[0] != '\0' && !valid_hash_scope(scope))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("invalid hash scope \"%s\"", scope),
+                        errhint("A scope is a lower-case letter, then up to 62 lower-case "
+                                "letters, digits or underscores; '' is the policy's own.")));
+    catalog_exec_texts("UPDATE querygate.policy SET hash_scope = $2 WHERE name = $1", 2, args);
+}
+
+// Which issuers' tokens may name the policy: whoever may act as its role may let a token
+// issuer do so too, as they may give out its keys. Empty strings name no issuer.
+static void set_jwt_issuers(FunctionCallInfo fcinfo, const char *policy)
+{
+    Oid output;
+    bool varlena;
+    getTypeOutputInfo(TEXTARRAYOID, &output, &varlena);
+    const char *args[2] = {policy, OidOutputFunctionCall(output, PG_GETARG_DATUM(5))};
+    if (catalog_exec_texts("UPDATE querygate.policy SET jwt_issuers = ARRAY(SELECT DISTINCT i "
+                           "FROM pg_catalog.unnest($2::pg_catalog.text[]) i ORDER BY i) "
+                           "WHERE name = $1 AND pg_catalog.array_position($2::pg_catalog.text[], "
+                           "NULL) IS NULL AND pg_catalog.array_position($2::pg_catalog.text[], "
+                           "'') IS NULL",
+                           2, args) == 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("jwt_issuers must not hold NULL or an empty string"),
+                        errhint("Name each issuer as its tokens' iss claim does.")));
+}
+
 QUERYGATE_SQL_FUNCTION(querygate_set_policy)
 {
     require_admin();
@@ -316,55 +370,12 @@ QUERYGATE_SQL_FUNCTION(querygate_set_policy)
                            "WHERE name = $1",
                            2, args);
     }
-    // How long the policy's calls may run; querygate.statement_timeout still bounds every call
-    // (the runner arms the shorter), so a policy can only shorten it. Zero removes it.
-    if (!PG_ARGISNULL(4)) {
-        const Interval *timeout = PG_GETARG_INTERVAL_P(4);
-        const double usecs = static_cast<double>(timeout->time) +
-                             static_cast<double>(timeout->day) * USECS_PER_DAY +
-                             static_cast<double>(timeout->month) * DAYS_PER_MONTH * USECS_PER_DAY;
-        if (usecs < 0)
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("statement_timeout must not be negative"),
-                            errhint("Use '0' to remove the policy's own time limit.")));
-        const char *args[2] = {policy, usecs == 0 ? nullptr
-                                                  : DatumGetCString(DirectFunctionCall1(
-                                                        interval_out, PG_GETARG_DATUM(4)))};
-        catalog_exec_texts("UPDATE querygate.policy SET statement_timeout = "
-                           "$2::pg_catalog.interval WHERE name = $1",
-                           2, args);
-    }
-    // Whose hashes the policy's can be compared with: '' its own again; a name, every policy's
-    // that names it (joining hashes across them is then the point). Whoever may act as the role
-    // may choose, as they may change its masks.
-    if (!PG_ARGISNULL(6)) {
-        char *scope = text_to_cstring(PG_GETARG_TEXT_PP(6));
-        const char *args[2] = {policy, scope[0] != '\0' ? scope : nullptr};
-        if (scope[0] != '\0' && !valid_hash_scope(scope))
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("invalid hash scope \"%s\"", scope),
-                            errhint("A scope is a lower-case letter, then up to 62 lower-case "
-                                    "letters, digits or underscores; '' is the policy's own.")));
-        catalog_exec_texts("UPDATE querygate.policy SET hash_scope = $2 WHERE name = $1", 2, args);
-    }
-    // Which issuers' tokens may name the policy: whoever may act as its role may let a token
-    // issuer do so too, as they may give out its keys. Empty strings name no issuer.
-    if (!PG_ARGISNULL(5)) {
-        Oid output;
-        bool varlena;
-        getTypeOutputInfo(TEXTARRAYOID, &output, &varlena);
-        const char *args[2] = {policy, OidOutputFunctionCall(output, PG_GETARG_DATUM(5))};
-        if (catalog_exec_texts(
-                "UPDATE querygate.policy SET jwt_issuers = ARRAY(SELECT DISTINCT i "
-                "FROM pg_catalog.unnest($2::pg_catalog.text[]) i ORDER BY i) "
-                "WHERE name = $1 AND pg_catalog.array_position($2::pg_catalog.text[], "
-                "NULL) IS NULL AND pg_catalog.array_position($2::pg_catalog.text[], "
-                "'') IS NULL",
-                2, args) == 0)
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("jwt_issuers must not hold NULL or an empty string"),
-                            errhint("Name each issuer as its tokens' iss claim does.")));
-    }
+    if (!PG_ARGISNULL(4))
+        set_statement_timeout(fcinfo, policy);
+    if (!PG_ARGISNULL(6))
+        set_hash_scope(fcinfo, policy);
+    if (!PG_ARGISNULL(5))
+        set_jwt_issuers(fcinfo, policy);
     catalog_session_end(&session);
     PG_RETURN_VOID();
 }
