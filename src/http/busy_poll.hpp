@@ -4,21 +4,15 @@
 // Looking pays when the next request comes within the window, as it does from closed-loop clients
 // (an answer, then the next request tens of microseconds later): the worker skips falling asleep
 // and being woken, its largest kernel cost on the benchmark's machine. When requests come
-// further apart than the window, every look is CPU spent for nothing (measured at 10,600 requests a
-// second over 64 connections: 0.73 cores of workers without looking, 0.96 with), so after a look
+// further apart than the window, every look is CPU spent for nothing, so after a look
 // that found nothing the worker sleeps at once for the next 1, 2, 4 ... 64 rounds before it looks
 // again, and the first look that finds something ends the back-off.
 //
 // A look also needs a core nobody else is waiting for. sched_yield hands the core only to what
 // waits on the same core's queue; a worker, or the client, queued on the other core waits out the
-// whole look. With as many workers awake as cores, each look was a core taken from a process that
-// had work: on a 2-core machine with both workers busy (wrk on the same cores), the lookup ran
-// 1.10x faster at 8 connections and 1.25x at 4 without looking, and 0.85x at 1 connection, where
-// the other worker sleeps (bench/parts, half-second phases with querygate.busy_poll 0 and 50
-// switched inside one run). So a worker looks only while fewer workers than cores are awake.
-// Measured again with this rule: 0.83x at 1 connection and 1.09x at 4 without looking, but still
-// 1.14x at 8, although the workers' CPU a request with and without looking is now within 1.1 us
-// there (it was 8-12 us apart): the rest is not CPU spent looking, and is not understood yet.
+// whole look. With as many workers awake as cores, each look is a core taken from a process that
+// has work, so a worker looks only while fewer workers than cores are awake. (What looking gains
+// and costs, measured: docs/performance.md, design choices.)
 #pragma once
 
 class BusyPoll {

@@ -61,9 +61,9 @@ run_events::Ring *events = nullptr;
 
 // This process's events of the round, put in the ring together by flush(): while no stream is
 // open, the writers' spinlock and the barrier after it are taken once a round, not once a call.
-// Both are on lines the workers' cores share, and a call's put, lock and barrier were about 1% of
-// a worker's time (perf, a lookup at 32 connections: 62% of put's samples on the lock, 34% on the
-// barrier). With streams open, each event goes in at once (put). Plain data.
+// Both are on lines the workers' cores share, so taking them once a call shows in a worker's
+// profile (docs/performance.md, design choices). With streams open, each event goes in at once
+// (put). Plain data.
 constexpr std::size_t max_pending = 64;
 run_events::Event pending[max_pending];
 std::size_t pending_count = 0;

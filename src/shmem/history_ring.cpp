@@ -300,10 +300,8 @@ void put(const CallRecord &call, int worker) noexcept
     // Half full: the writer need not wait for its interval. Once until it takes again. Not
     // sooner: each of the writer's passes costs the workers about as much again as the writer
     // (its batch's rows, pages and WAL go through the core's caches, which the workers then fill
-    // again), so fewer, larger passes cost less. Measured on a kept scale-10 bench cluster,
-    // lookups at 8 connections with the history on against off (ABBA, 4 quads of 5 s): woken a
-    // quarter full, 0.940x with 2.2 us more worker CPU a call; half full, 0.969x with none more.
-    // The other half is the writer's margin: at 20,000 calls a second a worker, 4,096 records
+    // again), so fewer, larger passes cost less (docs/performance.md, design choices). The other
+    // half is the writer's margin: at 20,000 calls a second a worker, 4,096 records
     // (the default ring of each of two workers) is 100 ms.
     if ((used + 1) * 2 >= capacity && pg_atomic_exchange_u32(&shared->woken, 1) == 0) {
         const uint32 procno = pg_atomic_read_u32(&shared->writer_procno);

@@ -7,7 +7,7 @@
 // One producer and one consumer a ring, so that putting a record takes no lock and writes no
 // cache line another process writes: the worker alone moves its ring's head, the writer alone its
 // tail. (One ring for all, under a spinlock, had the lock's line go back and forth between the
-// workers' cores on every call: perf put the lock at 38% of put's samples.) The writer takes a
+// workers' cores on every call.) The writer takes a
 // ring's records in order from the oldest, reads them where they are (no copy: a batch's records
 // are a megabyte) and frees them once their rows are formed, and only then does the tail move past
 // them, so a producer never writes a slot that is being read. Records are fixed-size (about

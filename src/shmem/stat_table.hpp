@@ -41,7 +41,7 @@ void record(const Call &call) noexcept;
 // From now on this process keeps its calls' counts, summed per query and policy, until flush():
 // an HTTP worker, which flushes at the end of each round, so that a round's calls take the table's
 // lock and each entry's spinlock once, not once a call. (Taken once a call, by two workers on two
-// cores, the entry's spinlock was 91% of the time spent adding: its line went back and forth.)
+// cores, the entry's spinlock's line goes back and forth between them.)
 // A call is then counted once its worker ends the round it was answered in, as PostgreSQL's own
 // statistics are flushed after their transaction, not at each row. Counts kept when the process
 // exits on an error are lost.

@@ -15,8 +15,8 @@
 // seen.
 //
 // A worker holding a single connection commits as PostgreSQL would: no other request can share its
-// flush, and the deferred path costs more than it saves there (measured at 1 connection: 1,330
-// against 2,000 writes a second). After a checkpoint every update carries a full-page image, so
+// flush, and the deferred path costs more than it saves there (docs/performance.md, design
+// choices). After a checkpoint every update carries a full-page image, so
 // each deferred commit completes a WAL page and wakes the WAL writer, whose flush then races ours.
 //
 // What it gives up: between its commit and its flush (typically under a millisecond), a write is

@@ -135,11 +135,7 @@ void querygate_writer_main(Datum)
     // default policy a writer woken by a worker (a ring half full) may preempt a running
     // worker for the millisecond of its batch, and the connections that worker holds wait with it.
     // SCHED_BATCH keeps its fair share of the CPU (so it keeps up with the calls) and only gives
-    // up the wake-up preemption. Measured on a kept scale-10 bench cluster, lookups at 8
-    // connections with limits, statistics and history on against all off (ABBA quads of 5 s, the
-    // writer's policy alternated between quads with chrt): median 0.909x of off in 12 quads with
-    // the default policy, 0.933x in 18 with this (quads range 0.72-1.04 on that machine); no
-    // difference at 32 connections, where the cores are full either way.
+    // up the wake-up preemption (docs/performance.md, design choices).
 #ifdef SCHED_BATCH
     const sched_param no_priority{};
     if (sched_setscheduler(0, SCHED_BATCH, &no_priority) != 0)

@@ -4,15 +4,13 @@
 // by the postmaster, while it preloads the library.
 //
 // Why: PostgreSQL's default of 8 slots (one taken by the logical replication launcher) leaves two
-// workers and the flusher room for four helpers in all: each commit waiting for its flush needs a
-// process of its own, pgbench's 8 backends wait for flushes together, and writes at 8 connections
-// ran at 0.48-0.58x of pgbench's same UPDATE, 0.30-0.33x at 32. With the slots raised for 8 helpers
-// a worker: 0.73-1.02x and 0.66-0.71x (bench/run --calls write --conc 8,32 --rounds 2 --scale 10,
-// 2026-12-02). Left at its default, max_worker_processes is raised by what querygate needs, so the
-// slots PostgreSQL's own users (parallel query, logical replication) had stay theirs. A value the
-// administrator set anywhere (postgresql.conf, ALTER SYSTEM, the command line) outranks this raise
-// and is kept as it is: PostgreSQL ignores a setting from a source of lower priority, which is what
-// PGC_S_DYNAMIC_DEFAULT is.
+// workers and the flusher room for four helpers in all, and each commit waiting for its flush needs
+// a process of its own: writes from many connections queue behind too few helpers
+// (docs/performance.md, design choices). Left at its default, max_worker_processes is raised by
+// what querygate needs, so the slots PostgreSQL's own users (parallel query, logical replication)
+// had stay theirs. A value the administrator set anywhere (postgresql.conf, ALTER SYSTEM, the
+// command line) outranks this raise and is kept as it is: PostgreSQL ignores a setting from a
+// source of lower priority, which is what PGC_S_DYNAMIC_DEFAULT is.
 //
 // What it costs: each slot is a PGPROC and a share of the lock table in shared memory (about a
 // kilobyte and max_locks_per_transaction lock entries); helpers start only when writes come.
