@@ -1,0 +1,25 @@
+// What a call that failed with a PostgreSQL error answers its caller, and what the server log
+// says of it.
+//
+// What it promises: a caller's own parameter value that its type refused is named back to the
+// caller (400 param_invalid, with the type's message); an answer or export over its size, a stop
+// request, a caller that hung up and the call's time limit are each said as what they are; for
+// everything else the database's own message goes to the server log only (it may name tables,
+// columns or values the caller may not see), and the caller hears its kind: 403 read_only,
+// row_not_allowed or permission_denied, or 500 query_failed.
+//
+// Call it before the call's transaction is aborted (call_transaction.hpp): it reads what the
+// failed call left (its cancel's cause), which the abort clears. Its log line is written under
+// pg::HeldInterrupts, since the call's cancel may still be pending.
+#pragma once
+
+#include "call/catalog_cache.hpp"
+#include "call/statement_run.hpp"
+#include "common/api_error.hpp"
+#include "common/call.hpp"
+#include "pg/pg_guard.hpp"
+
+// `query`: the query called, once found (else the request's name is logged); `progress`: how
+// far its statement got.
+ApiError call_error(const pg::PgError &e, const CallRequest &request, const CachedQuery *query,
+                    const StatementRun::Progress &progress);
