@@ -272,7 +272,7 @@ void StatementRun::begin(const CachedQuery &query, const Caller &caller, Oid rol
             elog(ERROR, "querygate: SPI_connect failed");
         // The start before the timer: the timer then fires no sooner than timeout after it, so
         // a cancel at the time limit is always judged one (taken after, a worker descheduled in
-        // between saw the limit fire "early" and answered 500 query_failed: a CI run, 056).
+        // between would see the limit fire "early" and answer 500 query_failed).
         *started_at = GetCurrentTimestamp();
         if (timeout > 0)
             enable_timeout_after(STATEMENT_TIMEOUT, timeout);
