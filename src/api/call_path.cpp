@@ -76,10 +76,10 @@ CallPath::Shape CallPath::shape_of(const HttpRequest &request, const CallRequest
     return shape;
 }
 
-bool CallPath::run(Exchange &ex, CallRequest &call, CallResult &result, const std::string &rpc_id,
-                   const std::string &tool)
+CallResult CallPath::run(Exchange &ex, CallRequest &call, const std::string &rpc_id,
+                         const std::string &tool)
 {
-    result = calls_.run(call, hand_off_ != nullptr);
+    CallResult result = calls_.run(call, hand_off_ != nullptr);
     ex.trace.key = std::move(result.key_name); // set by the runner while the log or history is on
     ex.trace.policy = std::move(result.policy);
     if (result.for_helper) {
@@ -87,10 +87,10 @@ bool CallPath::run(Exchange &ex, CallRequest &call, CallResult &result, const st
         waiting.rpc_id = rpc_id;
         waiting.tool = tool;
         if (elsewhere(std::move(waiting), call, result, ex.response))
-            return true;
+            return result;
     }
     note_result(ex.trace, result);
-    return false;
+    return result;
 }
 
 CallPath::Later CallPath::later_for(Exchange &ex, const CallRequest &call, CallResult &result)

@@ -43,11 +43,12 @@ class CallPath {
     // What the request says of its answer's shape.
     static Shape shape_of(const HttpRequest &request, const CallRequest &call);
 
-    // Runs the call, or hands it to a helper (true: ex.response is marked `later`, and take()
-    // gives what its answer needs once the result is back). A call that MCP's tools/call made names
-    // its JSON-RPC id and tool, whose answer is JSON-RPC's.
-    bool run(Exchange &ex, CallRequest &call, CallResult &result, const std::string &rpc_id = {},
-             const std::string &tool = {});
+    // Runs the call, or hands it to a helper: then ex.response is marked `later`, and take() gives
+    // what its answer needs once the result is back. A call that MCP's tools/call made names its
+    // JSON-RPC id and tool, whose answer is JSON-RPC's. (The result is returned, not assigned: a
+    // call's result is large, and made once.)
+    CallResult run(Exchange &ex, CallRequest &call, const std::string &rpc_id = {},
+                   const std::string &tool = {});
 
     // What a call handed off still needs for its answer.
     struct Later {

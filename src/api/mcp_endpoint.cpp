@@ -146,11 +146,14 @@ McpEndpoint::ToolOutcome McpEndpoint::call_tool(Exchange &ex, const std::string 
             p.value = v.text;
             call.params.push_back(std::move(p));
         }
-    CallResult result;
     if (paging.set()) {
-        result.error = std::move(paging);
-        CallPath::note_result(ex.trace, result);
-    } else if (path_.run(ex, call, result, rpc_id, name)) {
+        CallResult refused;
+        refused.error = std::move(paging);
+        CallPath::note_result(ex.trace, refused);
+        return tool_answer(refused, rpc_id, ex.response, ex.id);
+    }
+    CallResult result = path_.run(ex, call, rpc_id, name);
+    if (ex.response.later != 0) {
         // A write, or a slow read, went to a helper as a call of /q/{name} does; its answer is
         // made when the result is back (answer_later).
         return ToolOutcome::answered;

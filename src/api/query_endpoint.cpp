@@ -25,8 +25,8 @@ void QueryEndpoint::handle(Exchange &ex, const std::string &name)
         write_error(ex.response, error, ex.id);
         return;
     }
-    CallResult result;
-    if (path_.run(ex, call, result))
+    CallResult result = path_.run(ex, call);
+    if (ex.response.later != 0)
         return; // answered when the helper's result is back
     answer(result, CallPath::shape_of(request, call), ex.response, ex.id, result.export_slot);
 }
