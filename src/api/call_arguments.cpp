@@ -95,7 +95,8 @@ ApiError not_acceptable()
                                                             " (?format=json, ndjson, csv or tsv)");
 }
 
-ApiError from_json_body(const std::string &body, CallRequest &call, bool &format_given, bool &paged)
+ApiError from_json_body(const std::string &body, CallRequest &call, bool &format_given, bool &paged,
+                        bool takes_sql)
 {
     if (body.find_first_not_of(" \t\r\n") == std::string::npos)
         return ApiError();
@@ -109,16 +110,17 @@ ApiError from_json_body(const std::string &body, CallRequest &call, bool &format
     if (root.kind != json_body::Value::Kind::object)
         return api_errors::make(error_code::invalid_body, "the body must be a JSON object");
     using Kind = json_body::Value::Kind;
-    // params, page, page_size, format, timeout, stream
-    bool seen[6] = {false, false, false, false, false, false};
+    // params, page, page_size, format, timeout, stream, sql
+    bool seen[7] = {false, false, false, false, false, false, false};
     for (const auto &[field, value] : root.members) {
-        const int known = field == "params"      ? 0
-                          : field == "page"      ? 1
-                          : field == "page_size" ? 2
-                          : field == "format"    ? 3
-                          : field == "timeout"   ? 4
-                          : field == "stream"    ? 5
-                                                 : -1;
+        const int known = field == "params"             ? 0
+                          : field == "page"             ? 1
+                          : field == "page_size"        ? 2
+                          : field == "format"           ? 3
+                          : field == "timeout"          ? 4
+                          : field == "stream"           ? 5
+                          : field == "sql" && takes_sql ? 6
+                                                        : -1;
         if (known >= 0 && seen[known]) {
             ApiError e = api_errors::make(error_code::invalid_body, "a field is given twice");
             e.errors.emplace_back(field, "is given more than once");
@@ -154,10 +156,17 @@ ApiError from_json_body(const std::string &body, CallRequest &call, bool &format
         } else if (field == "timeout") {
             if (value.kind != Kind::number || !parse_seconds(value.text, call.timeout_ms))
                 return invalid_timeout();
+        } else if (known == 6) {
+            if (value.kind != Kind::string)
+                return api_errors::make(error_code::invalid_body,
+                                        "\"sql\" must be a JSON string: the statement");
+            call.sql = value.text;
         } else {
             ApiError e = api_errors::make(error_code::invalid_body, "unknown field in the body");
-            e.errors.emplace_back(field, "unknown field; the body takes params, page, page_size, "
-                                         "format, timeout and stream");
+            e.errors.emplace_back(field, takes_sql ? "unknown field; the body takes sql, params, "
+                                                     "page, page_size, format, timeout and stream"
+                                                   : "unknown field; the body takes params, page, "
+                                                     "page_size, format, timeout and stream");
             return e;
         }
     }
@@ -191,6 +200,22 @@ ApiError from_query_string(const HttpRequest &request, CallRequest &call, bool &
         }
     }
     return ApiError();
+}
+
+ApiError from_request(const HttpRequest &request, CallRequest &call, bool takes_sql)
+{
+    bool format_given = false, paged = false;
+    ApiError error = from_query_string(request, call, format_given, paged);
+    if (!error.set() && request.method == "POST")
+        error = from_json_body(request.body, call, format_given, paged, takes_sql);
+    if (!error.set() && call.stream && paged)
+        error = invalid_stream("a stream has every row: it takes no page or page_size");
+    std::string accept;
+    if (!error.set() && !format_given &&
+        !content_negotiation::from_accept(request.header_list("accept", accept) ? &accept : nullptr,
+                                          call.format))
+        error = not_acceptable();
+    return error;
 }
 
 } // namespace call_arguments

@@ -22,9 +22,15 @@ ApiError from_query_string(const HttpRequest &request, CallRequest &call, bool &
                            bool &paged);
 
 // Reads a POST body into the call. An empty body is a call without parameters (curl -X POST).
-// format_given and paged as above.
-ApiError from_json_body(const std::string &body, CallRequest &call, bool &format_given,
-                        bool &paged);
+// format_given and paged as above. With takes_sql, the body may hold the statement ("sql": POST
+// /sql), else it holds none.
+ApiError from_json_body(const std::string &body, CallRequest &call, bool &format_given, bool &paged,
+                        bool takes_sql = false);
+
+// A call's arguments, whichever way the request gives them: the query string's, then a POST
+// body's (takes_sql as above), which win; the format from ?format= or the body, else Accept (406
+// when none is ours); the timeout from ?timeout= or the body, else Prefer.
+ApiError from_request(const HttpRequest &request, CallRequest &call, bool takes_sql = false);
 
 // 400 invalid_stream, for `why`.
 ApiError invalid_stream(const char *why);

@@ -155,7 +155,9 @@ std::optional<CallPath::Later> CallPath::take(std::uint64_t token, CallResult &r
         calls_.charge_export(later.limit_hold, result.rows);
     }
     calls_.release(later.limit_hold);
-    if (!result.error.set()) // a call that failed there says nothing of how long its query takes
+    // A call that failed there says nothing of how long its query takes; SQL a caller wrote
+    // (no name) is judged slow or not by each worker alone.
+    if (!result.error.set() && !later.shape.name.empty())
         calls_.helper_ran(later.shape.name, result.revision, result.ran_us);
     result.limits = later.limits;
     note_result(later.trace, result);

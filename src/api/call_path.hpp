@@ -38,7 +38,7 @@ class CallPath {
         bool gzip = false;         // Accept-Encoding allows it
         bool conditional = false;  // a GET with If-None-Match
         std::string if_none_match; // its value
-        std::string name;          // the query's: an export's file name
+        std::string name; // the query's (empty for SQL a caller wrote): an export's file name
     };
     // What the request says of its answer's shape.
     static Shape shape_of(const HttpRequest &request, const CallRequest &call);

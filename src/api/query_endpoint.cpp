@@ -3,7 +3,6 @@
 
 #include "api/call_arguments.hpp"
 #include "http/answer_encoding.hpp"
-#include "http/content_negotiation.hpp"
 #include "http/error_body.hpp"
 #include "api/limit_headers.hpp"
 
@@ -21,7 +20,7 @@ void QueryEndpoint::handle(Exchange &ex, const std::string &name)
     call.safe_method = request.method == "GET";
     if (path_.refused_without_credentials(ex, call))
         return;
-    if (ApiError error = read_arguments(request, call); error.set()) {
+    if (ApiError error = call_arguments::from_request(request, call); error.set()) {
         write_error(ex.response, error, ex.id);
         return;
     }
@@ -29,25 +28,6 @@ void QueryEndpoint::handle(Exchange &ex, const std::string &name)
     if (ex.response.later != 0)
         return; // answered when the helper's result is back
     answer(result, CallPath::shape_of(request, call), ex.response, ex.id, result.export_slot);
-}
-
-ApiError QueryEndpoint::read_arguments(const HttpRequest &request, CallRequest &call)
-{
-    // The format: ?format= or the body's, which win over Accept; the timeout: ?timeout= or the
-    // body's, which win over Prefer.
-    bool format_given = false, paged = false;
-    ApiError error = call_arguments::from_query_string(request, call, format_given, paged);
-    if (!error.set() && request.method == "POST")
-        error = call_arguments::from_json_body(request.body, call, format_given, paged);
-    if (!error.set() && call.stream && paged)
-        error =
-            call_arguments::invalid_stream("a stream has every row: it takes no page or page_size");
-    std::string accept;
-    if (!error.set() && !format_given &&
-        !content_negotiation::from_accept(request.header_list("accept", accept) ? &accept : nullptr,
-                                          call.format))
-        error = call_arguments::not_acceptable();
-    return error;
 }
 
 void QueryEndpoint::answer(CallResult &result, const CallPath::Shape &shape, HttpResponse &response,
@@ -81,7 +61,8 @@ void QueryEndpoint::answer_call(CallResult &result, const CallPath::Shape &shape
     if (result.file.present()) {
         // An export: every row, sent from its file; a download, with a name.
         response.file = std::move(result.file);
-        response.add_header("Content-Disposition", "attachment; filename=\"" + shape.name + "." +
+        const std::string &name = shape.name.empty() ? std::string("sql") : shape.name;
+        response.add_header("Content-Disposition", "attachment; filename=\"" + name + "." +
                                                        answer_format::of(shape.format).name + "\"");
         return;
     }

@@ -19,8 +19,6 @@ class QueryEndpoint {
                 const std::string &id, int export_slot);
 
   private:
-    // Reads the call's arguments and chooses its format: an error when they are not ones.
-    static ApiError read_arguments(const HttpRequest &request, CallRequest &call);
     static void answer_call(CallResult &result, const CallPath::Shape &shape,
                             HttpResponse &response, const std::string &id);
 

@@ -27,9 +27,9 @@ bool valid_request_id(const std::string &id)
 RequestHandler::RequestHandler(const services::Database &database, services::HandOff *hand_off,
                                access_log::Sink *log)
     : recorder_(database.recorder), path_(database.calls, hand_off), query_(path_, database.calls),
-      mcp_(path_, database.calls, database.describer), events_(path_, database.events),
-      describe_(path_, database.calls, database.describer), probes_(database.health), log_(log),
-      id_state_(0)
+      sql_(path_, query_), mcp_(path_, database.calls, database.describer),
+      events_(path_, database.events), describe_(path_, database.calls, database.describer),
+      probes_(database.health), log_(log), id_state_(0)
 {
     if (RAND_bytes(reinterpret_cast<unsigned char *>(&id_state_), sizeof(id_state_)) != 1 ||
         id_state_ == 0)
@@ -254,6 +254,8 @@ void RequestHandler::route(Exchange &ex)
         mcp_.handle(ex);
     else if (path == "/events")
         events_.handle(ex);
+    else if (path == "/sql")
+        sql_.handle(ex);
     else if (path == "/openapi.json" || path == "/catalog")
         describe_.handle(ex, path == "/openapi.json");
     else if (path.compare(0, 3, "/q/") == 0 && path.size() > 3 &&

@@ -13,6 +13,7 @@
 #include "api/probe_endpoints.hpp"
 #include "api/query_endpoint.hpp"
 #include "api/services.hpp"
+#include "api/sql_endpoint.hpp"
 #include "http/access_log.hpp"
 #include "http/cors.hpp"
 #include "http/event_stream.hpp"
@@ -86,6 +87,7 @@ class RequestHandler {
     services::Recorder &recorder_;
     CallPath path_;
     QueryEndpoint query_;
+    SqlEndpoint sql_;
     McpEndpoint mcp_;
     EventsEndpoint events_;
     DescribeEndpoint describe_;

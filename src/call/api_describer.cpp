@@ -140,7 +140,7 @@ bool plan_query(PlanCache &plans, const CachedQuery &query, const CachedPolicy &
                 elog(ERROR, "querygate: SPI_connect failed");
         });
         PlanEntry &entry = plans.plan_for(query, policy.run_as);
-        decision = &plans.decision_for(entry, policy, generation);
+        decision = &plans.decision_for(entry, policy.name, policy.rules, generation);
         SPIPlanPtr plan = entry.plan;
         const bool writes = entry.analysis->write_ops != 0;
         const bool returns_rows = entry.analysis->returns_rows;

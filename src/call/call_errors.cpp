@@ -89,3 +89,53 @@ ApiError call_error(const pg::PgError &e, const CallRequest &request, const Cach
     }
     return database_error(e);
 }
+
+namespace {
+
+// " (at character N)", when the position is known.
+std::string at_position(int position)
+{
+    return position > 0 ? " (at character " + std::to_string(position) + ")" : std::string();
+}
+
+ApiError refused_name(int position)
+{
+    return api_errors::make(error_code::name_not_allowed,
+                            "the statement names a relation, schema, role or type that does not "
+                            "exist or that this caller's policy may not use" +
+                                at_position(position));
+}
+
+} // namespace
+
+ApiError adhoc_error(const pg::PgError &e, std::size_t nparams)
+{
+    const int position = nparams == 0 ? e.cursorpos : 0;
+    if (adhoc_hides_error(e.sqlerrcode))
+        return refused_name(position);
+    std::string message = e.message + at_position(position);
+    if (!e.hint.empty())
+        message += ". " + e.hint;
+    return api_errors::make(error_code::invalid_sql, std::move(message));
+}
+
+ApiError adhoc_refusal(const AdhocStatement &statement)
+{
+    switch (statement.refusal) {
+    case ADHOC_ALLOWED:
+        break;
+    case ADHOC_NOT_ONE_STATEMENT:
+        return api_errors::make(error_code::invalid_sql,
+                                "POST /sql takes one SELECT, VALUES, INSERT, UPDATE, DELETE or "
+                                "MERGE statement");
+    case ADHOC_REFUSED_NAME:
+        return refused_name(statement.position);
+    case ADHOC_REFUSED_FUNCTION:
+        return api_errors::make(error_code::function_not_allowed,
+                                "the statement calls " + statement.function +
+                                    ", which SQL a caller sends may not call: it can read the "
+                                    "catalogs or the server's settings" +
+                                    at_position(statement.position));
+    }
+    return ApiError();
+}

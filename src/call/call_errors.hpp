@@ -13,6 +13,7 @@
 // pg::HeldInterrupts, since the call's cancel may still be pending.
 #pragma once
 
+#include "call/adhoc_statements.hpp"
 #include "call/catalog_cache.hpp"
 #include "call/statement_run.hpp"
 #include "common/api_error.hpp"
@@ -23,3 +24,11 @@
 // far its statement got.
 ApiError call_error(const pg::PgError &e, const CallRequest &request, const CachedQuery *query,
                     const StatementRun::Progress &progress);
+
+// SQL a caller wrote that PostgreSQL's scanner, parser or analyzer refused (`nparams`: its
+// placeholders): 400 invalid_sql with PostgreSQL's message and hint, and where, when the text as
+// run is the caller's (no placeholders); or, for an error that could tell whether something the
+// caller may not see exists (adhoc_hides_error), the answer a refused name has.
+ApiError adhoc_error(const pg::PgError &e, std::size_t nparams);
+// What an ad-hoc statement's checks refused, as the caller hears it; none when they allow it.
+ApiError adhoc_refusal(const AdhocStatement &statement);

@@ -219,10 +219,26 @@ CallSteps::Next CallSteps::charge_limits()
 
 CallSteps::Next CallSteps::find_query()
 {
+    if (!request_.sql.empty())
+        return find_statement();
     // Not granted, then not there: a name the caller may not call is never looked up.
     if (checks_.caller.policy->queries.count(request_.query) == 0 ||
         (query_ = tools_.cache.find_query(request_.query)) == nullptr)
         return answer_if(api_errors::query_not_found());
+    return Next::go_on;
+}
+
+CallSteps::Next CallSteps::find_statement()
+{
+    const CachedPolicy &policy = *checks_.caller.policy;
+    if (!policy.adhoc)
+        return answer_if(api_errors::make(error_code::sql_not_allowed,
+                                          "this caller's policy takes no SQL of its own: its "
+                                          "saved queries are at /q/{name}"));
+    preparing_ = true;
+    adhoc_ = &tools_.adhoc.find(request_.sql, policy, tools_.plans);
+    preparing_ = false;
+    query_ = &adhoc_->query;
     return Next::go_on;
 }
 
@@ -268,10 +284,10 @@ CallSteps::Next CallSteps::as_policy_role()
     tools_.statement.begin(*query_, checks_.caller, role, request_.client_fd,
                            call_timeout(settings::statement_timeout, policy.statement_timeout_ms,
                                         request_.timeout_ms));
-    entry_ = &tools_.plans.plan_for(*query_, role);
-    decision_ = &tools_.plans.decision_for(*entry_, policy, tools_.cache.generation());
-    // In order, once the plan and the decision are known; the last runs the statement.
+    // In order; the last runs the statement.
     static constexpr Step as_role[] = {
+        &CallSteps::checked_statement,
+        &CallSteps::plan,
         &CallSteps::refuse_get_write,
         &CallSteps::writes_on,
         &CallSteps::on_primary,
@@ -289,6 +305,31 @@ CallSteps::Next CallSteps::as_policy_role()
     if (wrote_)
         tools_.session.group_commit.defer_this_commit();
     return Next::stop;
+}
+
+CallSteps::Next CallSteps::checked_statement()
+{
+    if (adhoc_ == nullptr)
+        return Next::go_on;
+    const uint64_t generation = tools_.cache.generation();
+    const uint64_t epoch = PlanCache::epoch();
+    if (AdhocStatements::stale(*adhoc_, generation, epoch)) {
+        preparing_ = true;
+        AdhocStatements::check(*adhoc_, *checks_.caller.policy, generation, epoch);
+        preparing_ = false;
+    }
+    return answer_if(adhoc_refusal(*adhoc_));
+}
+
+CallSteps::Next CallSteps::plan()
+{
+    const CachedPolicy &policy = *checks_.caller.policy;
+    entry_ = &tools_.plans.plan_for(*query_, policy.run_as);
+    // SQL the caller wrote is judged by the policy's rules for it: its own write operations.
+    decision_ = &tools_.plans.decision_for(*entry_, policy.name,
+                                           adhoc_ != nullptr ? policy.adhoc_rules : policy.rules,
+                                           tools_.cache.generation());
+    return Next::go_on;
 }
 
 CallSteps::Next CallSteps::refuse_get_write()
@@ -402,7 +443,10 @@ void CallSteps::failed(const pg::PgError &e)
         result_ = std::move(moved);
         return;
     }
-    fail(call_error(e, request_, query_, tools_.statement.progress()));
+    if (preparing_) // the caller's own text: what PostgreSQL says of it, unless it tells secrets
+        fail(adhoc_error(e, query_ == nullptr ? 0 : query_->param_names.size()));
+    else
+        fail(call_error(e, request_, query_, tools_.statement.progress()));
 }
 
 void CallSteps::failed(const std::exception &e)
@@ -440,7 +484,7 @@ CallResult CallSteps::answer()
         result_.who = who_of(caller);
     if (result_.for_helper)
         result_.share = pool_share_of(caller);
-    if (query_ != nullptr) {
+    if (query_ != nullptr && adhoc_ == nullptr) {
         result_.revision = query_->revision;
         result_.version = query_->version;
     }
@@ -454,7 +498,7 @@ CallResult CallSteps::answer()
     // is counted by the helper that runs it.
     if (!result_.for_helper) {
         limit_table::release(result_.limit_hold);
-        if (query_ != nullptr && caller.policy != nullptr)
+        if (query_ != nullptr && adhoc_ == nullptr && caller.policy != nullptr)
             record_call(*query_, *caller.policy, result_, started_);
     }
     return std::move(result_);

@@ -19,6 +19,7 @@
 //   (shmem/stat_table.hpp) unless a helper runs it.
 #pragma once
 
+#include "call/adhoc_statements.hpp"
 #include "call/authenticate.hpp"
 #include "call/caller_checks.hpp"
 #include "call/call_transaction.hpp"
@@ -42,6 +43,7 @@ class CallSteps {
         CatalogCache &cache;
         PlanCache &plans;
         SlowQueries &slow; // the queries this worker hands to helpers before running them
+        AdhocStatements &adhoc;
         Authenticator &authenticator;
         CallSession &session;
         StatementRun &statement;
@@ -78,12 +80,16 @@ class CallSteps {
     Next authenticate();
     Next charge_limits();
     Next find_query();
+    Next find_statement(); // SQL the caller wrote, instead of a saved query
     Next bind();
     Next check_role();
     Next hand_off_known_write();
     Next hand_off_slow_read();
     Next as_policy_role();
-    // As the policy's role, with the query's plan and the policy's decision.
+    // As the policy's role: an ad-hoc statement's checks, then the query's plan and the
+    // policy's decision, and what they allow.
+    Next checked_statement();
+    Next plan();
     Next refuse_get_write();
     Next writes_on();
     Next on_primary();
@@ -107,6 +113,9 @@ class CallSteps {
     CallerChecks checks_; // and who calls: the access log names it whichever way the call ends
     CallResult result_;
     const CachedQuery *query_ = nullptr;
+    AdhocStatement *adhoc_ = nullptr; // the request's SQL, when it sent some: query_ is its query
+    // An ad-hoc statement is being scanned or checked: PostgreSQL's error is about its text.
+    bool preparing_ = false;
     std::vector<BoundParam> values_;
     PlanEntry *entry_ = nullptr;
     const PolicyDecision *decision_ = nullptr;

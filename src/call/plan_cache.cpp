@@ -211,16 +211,38 @@ PlanEntry &PlanCache::plan_for(const CachedQuery &query, Oid role)
     return entry;
 }
 
-const PolicyDecision &PlanCache::decision_for(PlanEntry &entry, const CachedPolicy &policy,
-                                              uint64_t generation)
+const PolicyDecision &PlanCache::decision_for(PlanEntry &entry, const std::string &policy,
+                                              const PolicyRules &rules, uint64_t generation)
 {
-    auto &slot = entry.decisions[policy.name];
+    auto &slot = entry.decisions[policy];
     if (slot.first != generation ||
         slot.second.column_actions.size() != static_cast<size_t>(entry.analysis->noutputs)) {
-        slot.second = decide(*entry.analysis, policy.rules);
+        slot.second = decide(*entry.analysis, rules);
         slot.first = generation;
     }
     return slot.second;
+}
+
+void PlanCache::forget(const std::string &query)
+{
+    auto it = plans_.lower_bound({query, InvalidOid});
+    while (it != plans_.end() && it->first.first == query) {
+        PlanEntry &entry = it->second;
+        pg::guard([&] {
+            if (entry.plan != nullptr)
+                SPI_freeplan(entry.plan);
+            if (entry.plan_context != nullptr)
+                MemoryContextDelete(entry.plan_context);
+            if (entry.analysis_context != nullptr)
+                MemoryContextDelete(entry.analysis_context);
+        });
+        it = plans_.erase(it);
+    }
+}
+
+uint64_t PlanCache::epoch()
+{
+    return analysis_epoch;
 }
 
 bool PlanCache::known_write(const CachedQuery &query, Oid role) const

@@ -51,9 +51,15 @@ class PlanCache {
     // Whether the query as the role is a write by an entry that is still fresh: a worker then
     // hands a call to a helper without planning it (QueryRunner::run). Any transaction.
     bool known_write(const CachedQuery &query, Oid role) const;
-    // The policy's decision about the entry's analysis, made once per catalog generation.
-    const PolicyDecision &decision_for(PlanEntry &entry, const CachedPolicy &policy,
-                                       uint64_t generation);
+    // The policy's decision about the entry's analysis under `rules` (its saved queries', or its
+    // ad-hoc statements'), made once per catalog generation.
+    const PolicyDecision &decision_for(PlanEntry &entry, const std::string &policy,
+                                       const PolicyRules &rules, uint64_t generation);
+    // Frees the plans of a query that is gone (an ad-hoc statement forgotten), as every role.
+    void forget(const std::string &query);
+    // Changes whenever a relation, function, type, schema, operator or role a kept analysis
+    // depends on changes: what was judged before may be stale.
+    static uint64_t epoch();
 
   private:
     std::map<std::pair<std::string, Oid>, PlanEntry> plans_;

@@ -51,13 +51,17 @@ struct QueryRunner::State {
 
     CatalogCache cache;
     PlanCache plans;
-    SlowQueries slow; // the queries this worker hands to helpers before running them
+    SlowQueries slow;      // the queries this worker hands to helpers before running them
+    AdhocStatements adhoc; // SQL its callers wrote (POST /sql)
     Authenticator authenticator;
     secret_file::Cached metrics_tokens; // querygate.metrics_token_file, read again at each reload
     CallSession session;                // the request's memory, the search_path, group commit
     StatementRun statement;             // the running call's statement
 
-    CallSteps::Tools tools() { return {cache, plans, slow, authenticator, session, statement}; }
+    CallSteps::Tools tools()
+    {
+        return {cache, plans, slow, adhoc, authenticator, session, statement};
+    }
     // In a read-only transaction of its own: authenticates `request` (a refusal is charged to
     // its address when `charge`), charges its caller's limits when `charge` (what the headers say
     // in `limits`), and asks `then(const Caller &)` for the answer. `what` names the work in the

@@ -85,6 +85,17 @@ inline constexpr ErrorCode origin_not_allowed{403, "origin_not_allowed"};
 // GET /events by a caller whose policy is not granted events (grant_events).
 inline constexpr ErrorCode events_not_granted{403, "events_not_granted"};
 
+// SQL a caller writes (POST /sql; policy/adhoc_statement.hpp).
+// Not one statement PostgreSQL parses and analyses, of the kinds a saved query may be.
+inline constexpr ErrorCode invalid_sql{400, "invalid_sql"};
+// A caller whose policy takes no SQL of its own (grant_adhoc).
+inline constexpr ErrorCode sql_not_allowed{403, "sql_not_allowed"};
+// A name of a relation (or a lookup by a reg* type) the policy may not use, or that names
+// nothing: one answer for both.
+inline constexpr ErrorCode name_not_allowed{403, "name_not_allowed"};
+// A built-in that can read the catalogs or the server's settings.
+inline constexpr ErrorCode function_not_allowed{403, "function_not_allowed"};
+
 // The call failed.
 // The caller hung up while its query ran, which was then cancelled (nginx's 499): in the history,
 // the statistics and the access log; no answer is sent.
@@ -112,7 +123,11 @@ inline constexpr ErrorCode query_timeout{504, "query_timeout"};
 
 // Every code above, for what checks answers against the contract (the request-handler fuzz
 // target); test/unit/api_error_test.cpp fails when a code is defined above and missing here.
-inline constexpr ErrorCode all[] = {invalid_body,
+inline constexpr ErrorCode all[] = {invalid_sql,
+                                    sql_not_allowed,
+                                    name_not_allowed,
+                                    function_not_allowed,
+                                    invalid_body,
                                     invalid_paging,
                                     invalid_timeout,
                                     not_acceptable,

@@ -63,7 +63,9 @@ inline std::size_t pool_share_cap(std::size_t size, int percent)
 }
 
 struct CallRequest {
-    std::string query;        // the saved query's name, from the URL
+    std::string query; // the saved query's name, from the URL
+    // SQL the caller wrote (POST /sql), instead of a saved query: query is then empty.
+    std::string sql;
     std::string secret;       // a presented API key, empty when none
     std::string bearer_token; // a presented JWT, empty when none (a key is judged first)
     std::string client_ip;    // the caller's address after trusted proxies; empty when unknown

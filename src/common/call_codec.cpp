@@ -114,6 +114,7 @@ void encode(const CallRequest &request, std::string &out)
     out.push_back(request_tag);
     Writer w(out);
     w.text(request.query);
+    w.text(request.sql);
     w.text(request.secret);
     w.text(request.bearer_token);
     w.text(request.client_ip);
@@ -164,7 +165,7 @@ bool decode(const char *data, std::size_t size, CallRequest &out)
 {
     Reader r(data, size);
     std::uint32_t params = 0;
-    if (!r.tag(request_tag) || !r.text(out.query) || !r.text(out.secret) ||
+    if (!r.tag(request_tag) || !r.text(out.query) || !r.text(out.sql) || !r.text(out.secret) ||
         !r.text(out.bearer_token) || !r.text(out.client_ip) || !r.count(params, 9))
         return false;
     out.params.assign(params, CallParam());

@@ -37,6 +37,7 @@ int caller_share = 75;
 int log_requests = log_off;
 int log_requests_format = log_text;
 int key_cache_size = 10000;
+int adhoc_cache_size = 200;
 int limit_entries = 10000;
 int address_entries = 10000;
 int anonymous_ipv6_prefix = 64;
@@ -123,6 +124,13 @@ void define_restart_only()
         "A key not kept is fetched by its hash when presented (an index lookup); a catalog's "
         "keys are never loaded whole.",
         &key_cache_size, 10000, 1, 10000000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.adhoc_cache_size",
+        "Ad-hoc statements (POST /sql) each worker keeps planned and checked, the least recently "
+        "used forgotten first.",
+        "A statement is kept by its text: one whose literals change at every call is parsed, "
+        "checked and planned at every call.",
+        &adhoc_cache_size, 200, 1, 100000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "querygate.limit_entries", "Keys and policies with limits counted at once.",
         "About 350 bytes of shared memory each. When every entry is in use and none can be "

@@ -52,8 +52,11 @@ struct DecodedPolicy {
     bool events = false;           // its callers may watch GET /events (grant_events)
     // Its watchers see every caller's calls in their tenant, not only their own (events_scope).
     bool events_whole_policy = false;
-    std::string hash_scope; // a shared hash scope's name; empty: the policy's own
-    PolicyRules rules;      // allow-list, writes, masks, mask_predicates
+    std::string hash_scope;        // a shared hash scope's name; empty: the policy's own
+    PolicyRules rules;             // allow-list, writes, masks, mask_predicates
+    bool adhoc = false;            // its callers may send their own SQL (grant_adhoc)
+    std::string adhoc_search_path; // where an ad-hoc statement's names resolve
+    PolicyRules adhoc_rules;       // rules, with write_ops = rules.write_ops & the ad-hoc ops
 };
 
 // Decodes a row. False, with the reason, when a part of it cannot be decoded (a mask rule that does

@@ -44,8 +44,9 @@ int find_name(char **names, int n, const char *name)
     return -1;
 }
 
-// Rewrites :name to $n, collecting names in order of first appearance.
-void rewrite_placeholders(const char *sql, AnalyzedQuery *out)
+} // namespace
+
+void find_placeholders(const char *sql, AnalyzedQuery *out)
 {
     core_yy_extra_type extra;
     core_yyscan_t scanner = scanner_init(sql, &extra, &ScanKeywords, ScanKeywordTokens);
@@ -71,10 +72,10 @@ void rewrite_placeholders(const char *sql, AnalyzedQuery *out)
         else if (token == ']' && bracket_depth > 0)
             bracket_depth--;
         if (sql[loc] == '$' && chars::is_digit(sql[loc + 1]))
-            ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR),
-                            errmsg("saved queries take :name placeholders, not $%c parameters",
-                                   sql[loc + 1]),
-                            errhint("Write the parameter as :name; querygate numbers them.")));
+            ereport(ERROR,
+                    (errcode(ERRCODE_SYNTAX_ERROR),
+                     errmsg("querygate takes :name placeholders, not $%c parameters", sql[loc + 1]),
+                     errhint("Write the parameter as :name; querygate numbers them.")));
         if (token != ':' || bracket_depth > 0 || !is_ident_start(sql[loc + 1]))
             continue;
 
@@ -109,8 +110,6 @@ void rewrite_placeholders(const char *sql, AnalyzedQuery *out)
     appendStringInfoString(&buf, sql + copied);
     out->prepared_sql = buf.data;
 }
-
-} // namespace
 
 void analysis_error_callback(void *arg)
 {
@@ -149,7 +148,7 @@ bool is_reserved_param_name(const char *name)
 
 void analyze_saved_query(const char *sql, AnalyzedQuery *out)
 {
-    rewrite_placeholders(sql, out);
+    find_placeholders(sql, out);
 
     ErrorContextCallback callback;
     callback.callback = analysis_error_callback;

@@ -12,6 +12,11 @@ struct AnalyzedQuery {
     Oid *param_types;
 };
 
+// Rewrites sql's :name placeholders to $1..$n, found by PostgreSQL's scanner, numbered in order of
+// first appearance: fills prepared_sql, nparams and param_names (not param_types). Refuses $n
+// parameters and reserved names.
+void find_placeholders(const char *sql, AnalyzedQuery *out);
+
 // Parses and analyzes sql in the caller's session (its search_path, its visible objects).
 void analyze_saved_query(const char *sql, AnalyzedQuery *out);
 

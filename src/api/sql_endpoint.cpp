@@ -1,0 +1,35 @@
+// POST /sql: see sql_endpoint.hpp.
+#include "api/sql_endpoint.hpp"
+
+#include "api/call_arguments.hpp"
+#include "http/error_body.hpp"
+
+void SqlEndpoint::handle(Exchange &ex)
+{
+    const HttpRequest &request = ex.request;
+    if (request.method != "POST") {
+        // A statement can write, and its text is long: never a GET.
+        ApiError e = api_errors::make(error_code::method_not_allowed,
+                                      "use POST on /sql, with the statement in a JSON body");
+        e.allow = "POST";
+        write_error(ex.response, e, ex.id);
+        return;
+    }
+    CallRequest call = path_.start_call(ex, std::string());
+    if (path_.refused_without_credentials(ex, call))
+        return;
+    ApiError error = call_arguments::from_request(request, call, true);
+    if (!error.set() && call.sql.find_first_not_of(" \t\r\n") == std::string::npos)
+        error = api_errors::make(error_code::invalid_body,
+                                 "the body's \"sql\" holds the statement, and it is missing or "
+                                 "empty");
+    if (error.set()) {
+        write_error(ex.response, error, ex.id);
+        return;
+    }
+    CallResult result = path_.run(ex, call);
+    if (ex.response.later != 0)
+        return; // answered when the helper's result is back
+    answers_.answer(result, CallPath::shape_of(request, call), ex.response, ex.id,
+                    result.export_slot);
+}
