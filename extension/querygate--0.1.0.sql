@@ -72,6 +72,12 @@ CREATE TABLE saved_query_version (
 -- together. A key's own limits (the same columns of api_key) win, limit by limit.
 -- events: its callers may open GET /events, a stream of the run events of the queries it is granted
 -- (grant_events, revoke_events).
+-- adhoc: its callers may send their own SQL (POST /sql, GET /schema, MCP execute_sql), governed as
+-- its saved queries are; only a policy with an allow-list may (grant_adhoc, revoke_adhoc).
+-- adhoc_write_ops: what that SQL may write, of what write_ops grants (only what both name, so
+-- narrowing write_ops narrows this too); NULL or empty: read-only, whatever saved queries may write.
+-- adhoc_search_path: where that SQL's unqualified names resolve, made explicit as a saved query's
+-- search_path is (pg_catalog first, "$user" resolved, pg_temp last).
 CREATE TABLE policy (
     name             text PRIMARY KEY,
     run_as           regrole NOT NULL,
@@ -96,7 +102,12 @@ CREATE TABLE policy (
     -- The issuers (iss) whose bearer tokens may name this policy; empty: no token reaches it, so a
     -- leaked HS256 key or a JWKS signer reaches only the policies that accept its issuer.
     jwt_issuers      text[] NOT NULL DEFAULT '{}' CHECK (array_position(jwt_issuers, NULL) IS NULL),
-    created_at       timestamptz NOT NULL DEFAULT now()
+    adhoc            boolean NOT NULL DEFAULT false,
+    adhoc_write_ops  text[],
+    adhoc_search_path text,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    -- Ad-hoc SQL never without the fence it needs, whatever changes the row.
+    CHECK (NOT adhoc OR (allowed_tables IS NOT NULL AND adhoc_search_path IS NOT NULL))
 );
 
 -- Column masking rules of a policy. pattern is [schema.]table.column, lower-cased, '*' allowed in
@@ -360,6 +371,7 @@ CREATE FUNCTION revoke_key(name text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_key';
 
 -- Governance: table allow-lists, masks, writes, predicates on masked columns, JWKS, tenants.
+-- allow_tables(policy, NULL) removes the list: refused while the policy has ad-hoc SQL.
 CREATE FUNCTION allow_tables(policy text, tables regclass[]) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_allow_tables';
 -- mask: refused when a query granted to the policy would then be refused at every call (a filter
@@ -379,6 +391,16 @@ CREATE FUNCTION grant_events(policy text, scope text DEFAULT 'own') RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_events';
 CREATE FUNCTION revoke_events(policy text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_events';
+-- Whether the policy's callers may send their own SQL, governed exactly as its saved queries are
+-- (allow-list, masks, tenant, limits, timeouts). Refused for a policy without an allow-list: the
+-- caller writes the query, so the list is the fence. write_ops: what that SQL may write, of the
+-- policy's own write_ops ('{}': nothing). search_path: where its names resolve (NULL: the caller's,
+-- made explicit as save_query stores it). Calling it again replaces all three.
+CREATE FUNCTION grant_adhoc(policy text, write_ops text[] DEFAULT '{}',
+                            search_path text DEFAULT NULL) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_adhoc';
+CREATE FUNCTION revoke_adhoc(policy text) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_adhoc';
 -- statement_timeout '0' removes the policy's own (querygate.statement_timeout applies).
 -- jwt_issuers replaces the list of issuers whose tokens may name the policy ('{}': none).
 CREATE FUNCTION set_policy(policy text, mask_predicates text DEFAULT NULL,
@@ -420,7 +442,8 @@ CREATE VIEW query_versions AS
 CREATE VIEW policies AS
     SELECT p.name, p.run_as, p.allow_superuser,
            array(SELECT g.query FROM query_grant g WHERE g.policy = p.name ORDER BY g.query) AS queries,
-           p.allowed_tables, p.write_ops, p.mask_predicates, p.history_params, p.statement_timeout,
+           p.allowed_tables, p.write_ops, p.adhoc, p.adhoc_write_ops, p.adhoc_search_path,
+           p.mask_predicates, p.history_params, p.statement_timeout,
            p.events, p.events_scope, p.hash_scope,
            (SELECT jsonb_object_agg(m.pattern, m.action) FROM mask_rule m WHERE m.policy = p.name)
                AS masks,
@@ -491,6 +514,7 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb, boolean), drop_que
     set_limits(text, text, double precision, integer, integer, bigint, text),
     allow_tables(text, regclass[]), mask(text, text, text, boolean), unmask(text, text),
     grant_writes(text, text[]), grant_events(text, text), revoke_events(text),
+    grant_adhoc(text, text[], text), revoke_adhoc(text),
     set_policy(text, text, boolean, boolean, interval, text[], text), set_jwks(jsonb), isolate_tenant(regclass, name), explain(text, text),
     stat_queries(), stat_workers(), stat_history(), stat_reset()
     TO querygate_admin;
