@@ -72,6 +72,12 @@ CREATE TABLE saved_query_version (
 -- together. A key's own limits (the same columns of api_key) win, limit by limit.
 -- events: its callers may open GET /events, a stream of the run events of the queries it is granted
 -- (grant_events, revoke_events).
+-- adhoc: its callers may send their own SQL (POST /sql, GET /schema, MCP execute_sql), governed as
+-- its saved queries are; only a policy with an allow-list may (grant_adhoc, revoke_adhoc).
+-- adhoc_write_ops: what that SQL may write, of what write_ops grants (only what both name, so
+-- narrowing write_ops narrows this too); NULL or empty: read-only, whatever saved queries may write.
+-- adhoc_search_path: where that SQL's unqualified names resolve, made explicit as a saved query's
+-- search_path is (pg_catalog first, "$user" resolved, pg_temp last).
 CREATE TABLE policy (
     name             text PRIMARY KEY,
     run_as           regrole NOT NULL,
@@ -96,7 +102,12 @@ CREATE TABLE policy (
     -- The issuers (iss) whose bearer tokens may name this policy; empty: no token reaches it, so a
     -- leaked HS256 key or a JWKS signer reaches only the policies that accept its issuer.
     jwt_issuers      text[] NOT NULL DEFAULT '{}' CHECK (array_position(jwt_issuers, NULL) IS NULL),
-    created_at       timestamptz NOT NULL DEFAULT now()
+    adhoc            boolean NOT NULL DEFAULT false,
+    adhoc_write_ops  text[],
+    adhoc_search_path text,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    -- Ad-hoc SQL never without the fence it needs, whatever changes the row.
+    CHECK (NOT adhoc OR (allowed_tables IS NOT NULL AND adhoc_search_path IS NOT NULL))
 );
 
 -- Column masking rules of a policy. pattern is [schema.]table.column, lower-cased, '*' allowed in
@@ -420,7 +431,8 @@ CREATE VIEW query_versions AS
 CREATE VIEW policies AS
     SELECT p.name, p.run_as, p.allow_superuser,
            array(SELECT g.query FROM query_grant g WHERE g.policy = p.name ORDER BY g.query) AS queries,
-           p.allowed_tables, p.write_ops, p.mask_predicates, p.history_params, p.statement_timeout,
+           p.allowed_tables, p.write_ops, p.adhoc, p.adhoc_write_ops, p.adhoc_search_path,
+           p.mask_predicates, p.history_params, p.statement_timeout,
            p.events, p.events_scope, p.hash_scope,
            (SELECT jsonb_object_agg(m.pattern, m.action) FROM mask_rule m WHERE m.policy = p.name)
                AS masks,

@@ -14,7 +14,8 @@ const char policy_rows_select[] =
     "pg_catalog.array_to_string(write_ops, ','), mask_predicates, allow_superuser, "
     "history_params, "
     "pg_catalog.ceil(pg_catalog.date_part('epoch', statement_timeout) * 1000)::pg_catalog.int8, "
-    "events, events_scope, hash_scope FROM querygate.policy";
+    "events, events_scope, hash_scope, adhoc, pg_catalog.array_to_string(adhoc_write_ops, ','), "
+    "adhoc_search_path FROM querygate.policy";
 
 const char mask_rows_select[] = "SELECT policy, pattern, action FROM querygate.mask_rule";
 
@@ -25,6 +26,26 @@ Oid oid_of(const std::string &text)
     return static_cast<Oid>(std::strtoul(text.c_str(), nullptr, 10));
 }
 
+// The WriteOp bits of names joined by commas (nullptr: none); false for an unknown name, which
+// grant_writes and grant_adhoc never store.
+bool decode_write_ops(const char *names, int &bits)
+{
+    bits = 0;
+    bool ok = true;
+    for (const std::string &op : comma_list::split(names)) {
+        const int bit = write_ops::from_name(op.c_str());
+        ok = ok && bit != 0;
+        bits |= bit;
+    }
+    return ok;
+}
+
+// A boolean cell: "t" or "f" (nullptr: false).
+bool is_true(const char *cell)
+{
+    return cell && std::strcmp(cell, "t") == 0;
+}
+
 } // namespace
 
 bool decode_policy(const PolicyRow &row, DecodedPolicy &out, std::string &error)
@@ -33,11 +54,9 @@ bool decode_policy(const PolicyRow &row, DecodedPolicy &out, std::string &error)
     out = DecodedPolicy();
     out.name = c[POLICY_NAME] ? c[POLICY_NAME] : "";
     out.run_as = c[POLICY_RUN_AS] ? oid_of(c[POLICY_RUN_AS]) : InvalidOid;
-    out.allow_superuser =
-        c[POLICY_ALLOW_SUPERUSER] && std::strcmp(c[POLICY_ALLOW_SUPERUSER], "t") == 0;
-    out.history_params =
-        c[POLICY_HISTORY_PARAMS] && std::strcmp(c[POLICY_HISTORY_PARAMS], "t") == 0;
-    out.events = c[POLICY_EVENTS] && std::strcmp(c[POLICY_EVENTS], "t") == 0;
+    out.allow_superuser = is_true(c[POLICY_ALLOW_SUPERUSER]);
+    out.history_params = is_true(c[POLICY_HISTORY_PARAMS]);
+    out.events = is_true(c[POLICY_EVENTS]);
     out.hash_scope = c[POLICY_HASH_SCOPE] ? c[POLICY_HASH_SCOPE] : "";
     out.events_whole_policy =
         c[POLICY_EVENTS_SCOPE] && std::strcmp(c[POLICY_EVENTS_SCOPE], "policy") == 0;
@@ -52,13 +71,9 @@ bool decode_policy(const PolicyRow &row, DecodedPolicy &out, std::string &error)
     rules.has_allowed_tables = c[POLICY_ALLOWED_TABLES] != nullptr;
     for (const std::string &t : comma_list::split(c[POLICY_ALLOWED_TABLES]))
         rules.allowed_tables.push_back(oid_of(t));
-    bool ops_ok = true;
-    for (const std::string &op : comma_list::split(c[POLICY_WRITE_OPS])) {
-        const int bit = write_ops::from_name(op.c_str());
-        ops_ok = ops_ok && bit != 0;
-        rules.write_ops |= bit;
-    }
-    if (!ops_ok) {
+    int adhoc_ops = 0;
+    if (!decode_write_ops(c[POLICY_WRITE_OPS], rules.write_ops) ||
+        !decode_write_ops(c[POLICY_ADHOC_WRITE_OPS], adhoc_ops)) {
         error = "the policy holds an unknown write operation";
         return false;
     }
@@ -76,5 +91,11 @@ bool decode_policy(const PolicyRow &row, DecodedPolicy &out, std::string &error)
         }
         rules.masks.push_back(std::move(rule));
     }
+    // Ad-hoc SQL is governed by the same rules, but writes only what both grants name; and never
+    // without an allow-list, whatever the row says (the table's CHECK makes it so).
+    out.adhoc = is_true(c[POLICY_ADHOC]) && rules.has_allowed_tables;
+    out.adhoc_search_path = c[POLICY_ADHOC_SEARCH_PATH] ? c[POLICY_ADHOC_SEARCH_PATH] : "";
+    out.adhoc_rules = rules;
+    out.adhoc_rules.write_ops = rules.write_ops & adhoc_ops;
     return true;
 }

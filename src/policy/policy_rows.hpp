@@ -13,7 +13,8 @@
 // policy has no allow-list), write_ops (names joined by commas), mask_predicates, allow_superuser
 // and history_params ("t" or "f"), statement_timeout (whole milliseconds; NULL when the policy has
 // none), events ("t" or "f"), events_scope ("own" or "policy"),
-// hash_scope (nullptr: the policy's own). Every function and operator
+// hash_scope (nullptr: the policy's own), adhoc ("t" or "f"), adhoc_write_ops (names joined by
+// commas), adhoc_search_path (nullptr when ad-hoc SQL is off). Every function and operator
 // schema-qualified: it runs in superuser sessions. Followed by nothing, or by a WHERE clause.
 extern const char policy_rows_select[];
 // The policies' mask rules: policy, pattern, action. Followed by a WHERE and ORDER BY clause.
@@ -31,6 +32,9 @@ enum PolicyColumn {
     POLICY_EVENTS,
     POLICY_EVENTS_SCOPE,
     POLICY_HASH_SCOPE,
+    POLICY_ADHOC,
+    POLICY_ADHOC_WRITE_OPS,
+    POLICY_ADHOC_SEARCH_PATH,
     POLICY_COLUMNS
 };
 
@@ -52,8 +56,11 @@ struct DecodedPolicy {
     bool events = false;           // its callers may watch GET /events (grant_events)
     // Its watchers see every caller's calls in their tenant, not only their own (events_scope).
     bool events_whole_policy = false;
-    std::string hash_scope; // a shared hash scope's name; empty: the policy's own
-    PolicyRules rules;      // allow-list, writes, masks, mask_predicates
+    std::string hash_scope;        // a shared hash scope's name; empty: the policy's own
+    PolicyRules rules;             // allow-list, writes, masks, mask_predicates
+    bool adhoc = false;            // its callers may send their own SQL (grant_adhoc)
+    std::string adhoc_search_path; // where an ad-hoc statement's names resolve
+    PolicyRules adhoc_rules;       // rules, with write_ops = rules.write_ops & the ad-hoc ops
 };
 
 // Decodes a row. False, with the reason, when a part of it cannot be decoded (a mask rule that does
