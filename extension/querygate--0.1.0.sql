@@ -371,6 +371,7 @@ CREATE FUNCTION revoke_key(name text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_key';
 
 -- Governance: table allow-lists, masks, writes, predicates on masked columns, JWKS, tenants.
+-- allow_tables(policy, NULL) removes the list: refused while the policy has ad-hoc SQL.
 CREATE FUNCTION allow_tables(policy text, tables regclass[]) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_allow_tables';
 -- mask: refused when a query granted to the policy would then be refused at every call (a filter
@@ -390,6 +391,16 @@ CREATE FUNCTION grant_events(policy text, scope text DEFAULT 'own') RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_events';
 CREATE FUNCTION revoke_events(policy text) RETURNS void
     LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_events';
+-- Whether the policy's callers may send their own SQL, governed exactly as its saved queries are
+-- (allow-list, masks, tenant, limits, timeouts). Refused for a policy without an allow-list: the
+-- caller writes the query, so the list is the fence. write_ops: what that SQL may write, of the
+-- policy's own write_ops ('{}': nothing). search_path: where its names resolve (NULL: the caller's,
+-- made explicit as save_query stores it). Calling it again replaces all three.
+CREATE FUNCTION grant_adhoc(policy text, write_ops text[] DEFAULT '{}',
+                            search_path text DEFAULT NULL) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_grant_adhoc';
+CREATE FUNCTION revoke_adhoc(policy text) RETURNS void
+    LANGUAGE c AS 'MODULE_PATHNAME', 'querygate_revoke_adhoc';
 -- statement_timeout '0' removes the policy's own (querygate.statement_timeout applies).
 -- jwt_issuers replaces the list of issuers whose tokens may name the policy ('{}': none).
 CREATE FUNCTION set_policy(policy text, mask_predicates text DEFAULT NULL,
@@ -503,6 +514,7 @@ GRANT EXECUTE ON FUNCTION save_query(text, text, text, jsonb, boolean), drop_que
     set_limits(text, text, double precision, integer, integer, bigint, text),
     allow_tables(text, regclass[]), mask(text, text, text, boolean), unmask(text, text),
     grant_writes(text, text[]), grant_events(text, text), revoke_events(text),
+    grant_adhoc(text, text[], text), revoke_adhoc(text),
     set_policy(text, text, boolean, boolean, interval, text[], text), set_jwks(jsonb), isolate_tenant(regclass, name), explain(text, text),
     stat_queries(), stat_workers(), stat_history(), stat_reset()
     TO querygate_admin;

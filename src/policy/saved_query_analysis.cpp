@@ -14,7 +14,10 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/varlena.h"
 }
 
 #include "common/chars.hpp"
@@ -137,6 +140,38 @@ char *explicit_search_path(void)
     }
     appendStringInfoString(&path, ", pg_temp");
     return path.data;
+}
+
+char *explicit_search_path_of(const char *path)
+{
+    List *names;
+    if (!SplitIdentifierString(pstrdup(path), ',', &names))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("invalid search_path \"%s\"", path),
+                        errhint("Name the schemas separated by commas, as SET search_path takes "
+                                "them.")));
+    ListCell *lc;
+    foreach (lc, names) {
+        const char *name = static_cast<const char *>(lfirst(lc));
+        if (std::strcmp(name, "$user") == 0 || std::strcmp(name, "pg_temp") == 0)
+            continue;
+        const Oid nsp = get_namespace_oid(name, true);
+        if (!OidIsValid(nsp))
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_SCHEMA),
+                            errmsg("schema \"%s\" does not exist", name),
+                            errhint("Name only schemas that exist in the search_path.")));
+        if (pg_namespace_aclcheck(nsp, GetUserId(), ACL_USAGE) != ACLCHECK_OK)
+            ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                            errmsg("permission denied for schema \"%s\"", name),
+                            errhint("Name only schemas you may use in the search_path.")));
+    }
+    // The path as the session would resolve it, then made explicit as save_query's is.
+    const int nest = NewGUCNestLevel();
+    (void)set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
+                            0, false);
+    char *explicit_path = explicit_search_path();
+    AtEOXact_GUC(true, nest);
+    return explicit_path;
 }
 
 bool is_reserved_param_name(const char *name)

@@ -26,5 +26,12 @@ void analysis_error_callback(void *arg);
 // path names the same schemas whichever role later runs the query. palloc'd.
 char *explicit_search_path(void);
 
+// explicit_search_path() of a search_path given as text (as SET search_path takes it) instead of
+// the session's, for a setting stored beside saved queries' (grant_adhoc's search_path). Every
+// schema it names must exist and be usable by the current user ("$user" and pg_temp excepted, as
+// PostgreSQL excepts them): ERROR 3F000 or 42501 otherwise, where PostgreSQL would leave it out
+// of the path without a word; ERROR 22023 for text that is not a list of names. palloc'd.
+char *explicit_search_path_of(const char *path);
+
 // True for a name reserved by the HTTP API (page, page_size, format).
 bool is_reserved_param_name(const char *name);

@@ -1,9 +1,9 @@
 // The governance SQL API: allow_tables, mask, unmask, grant_writes, grant_events, revoke_events,
-// set_policy, set_jwks, isolate_tenant; and the parameter-rule checks save_query makes. Each
-// function that changes a policy requires a caller who may act as the policy's role
-// (catalog_require_policy_actor). PostgreSQL-style code (no C++ objects with destructors alive
-// across a PostgreSQL call); the pure C++ validators are called through small functions that return
-// a palloc'd message.
+// grant_adhoc, revoke_adhoc, set_policy, set_jwks, isolate_tenant; and the parameter-rule checks
+// save_query makes. Each function that changes a policy requires a caller who may act as the
+// policy's role (catalog_require_policy_actor). PostgreSQL-style code (no C++ objects with
+// destructors alive across a PostgreSQL call); the pure C++ validators are called through small
+// functions that return a palloc'd message.
 #include "pg/pg_headers.hpp"
 #include "pg/pg_guard.hpp"
 extern "C" {
@@ -137,8 +137,16 @@ QUERYGATE_SQL_FUNCTION(querygate_allow_tables)
     CatalogSession session;
     catalog_session_begin(&session);
     catalog_require_policy_actor(&session, policy);
-    catalog_exec("UPDATE querygate.policy SET allowed_tables = $2 WHERE name = $1", 2, types,
-                 values, nulls);
+    // Ad-hoc SQL is fenced by the list (grant_adhoc): it is not removed from under it.
+    if (catalog_exec("UPDATE querygate.policy SET allowed_tables = $2 WHERE name = $1 "
+                     "AND ($2 IS NOT NULL OR NOT adhoc)",
+                     2, types, values, nulls) == 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("policy \"%s\" has ad-hoc SQL, which needs a table allow-list", policy),
+                 errdetail("A caller with ad-hoc SQL writes its own queries, so the policy's "
+                           "allow-list is what fences the tables they reach."),
+                 errhint("Turn ad-hoc SQL off first with querygate.revoke_adhoc.")));
     catalog_session_end(&session);
     PG_RETURN_VOID();
 }
@@ -215,41 +223,110 @@ QUERYGATE_SQL_FUNCTION(querygate_unmask)
     PG_RETURN_VOID();
 }
 
+// The write operations named in ops (NULL: none), as the catalog stores them: by name, once each,
+// in write_ops::all's order, whatever order and case were given, joined by commas ("" for none).
+// ERROR for NULL or an unknown name.
+static char *normalised_write_ops(FunctionCallInfo fcinfo, int arg)
+{
+    StringInfoData ops;
+    initStringInfo(&ops);
+    if (PG_ARGISNULL(arg))
+        return ops.data;
+    Datum *items;
+    bool *item_nulls;
+    int n;
+    deconstruct_array(PG_GETARG_ARRAYTYPE_P(arg), TEXTOID, -1, false, TYPALIGN_INT, &items,
+                      &item_nulls, &n);
+    int bits = 0;
+    for (int i = 0; i < n; i++) {
+        if (item_nulls[i])
+            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                            errmsg("write operations must not be null")));
+        char *op = TextDatumGetCString(items[i]);
+        int bit = write_ops::from_name(op);
+        if (bit == 0)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("unknown write operation \"%s\"", op),
+                            errhint("The operations are insert, update, delete and merge.")));
+        bits |= bit;
+    }
+    for (const write_ops::Op &op : write_ops::all)
+        if (bits & op.bit)
+            appendStringInfo(&ops, "%s%s", ops.len ? "," : "", op.name);
+    return ops.data;
+}
+
 QUERYGATE_SQL_FUNCTION(querygate_grant_writes)
 {
     require_admin();
     char *policy = sql_text_arg(fcinfo, 0, "the policy name");
-    StringInfoData ops;
-    initStringInfo(&ops);
-    if (!PG_ARGISNULL(1)) {
-        Datum *items;
-        bool *item_nulls;
-        int n;
-        deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT, &items,
-                          &item_nulls, &n);
-        // Stored by name, once each, in the table's order, whatever order and case were given.
-        int bits = 0;
-        for (int i = 0; i < n; i++) {
-            if (item_nulls[i])
-                ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-                                errmsg("write operations must not be null")));
-            char *op = TextDatumGetCString(items[i]);
-            int bit = write_ops::from_name(op);
-            if (bit == 0)
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("unknown write operation \"%s\"", op),
-                                errhint("The operations are insert, update, delete and merge.")));
-            bits |= bit;
-        }
-        for (const write_ops::Op &op : write_ops::all)
-            if (bits & op.bit)
-                appendStringInfo(&ops, "%s%s", ops.len ? "," : "", op.name);
-    }
-    const char *args[2] = {policy, ops.len ? ops.data : nullptr};
+    char *ops = normalised_write_ops(fcinfo, 1);
+    const char *args[2] = {policy, ops[0] != '\0' ? ops : nullptr};
     catalog_change_policy(
         "UPDATE querygate.policy SET write_ops = pg_catalog.string_to_array($2, ',') "
         "WHERE name = $1",
         2, args);
+    PG_RETURN_VOID();
+}
+
+// Whether a policy's callers may send their own SQL. The caller then writes the query, so what
+// a saved query's author decided (which tables, which writes) is the policy's alone to fence: it
+// must have a table allow-list, and the SQL may write only what the policy may (grant_writes) and
+// this grant names too. The row is locked while judged, so that a concurrent allow_tables(policy,
+// NULL) waits and then finds ad-hoc SQL on (and the table's CHECK backs both).
+QUERYGATE_SQL_FUNCTION(querygate_grant_adhoc)
+{
+    require_admin();
+    char *policy = sql_text_arg(fcinfo, 0, "the policy name");
+    char *ops = normalised_write_ops(fcinfo, 1);
+    // The caller's search_path (or the one given) made explicit before the catalog session
+    // replaces both user and path, as save_query stores a saved query's.
+    char *path = PG_ARGISNULL(2) ? explicit_search_path()
+                                 : explicit_search_path_of(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+    const MemoryContext here = CurrentMemoryContext;
+    CatalogSession session;
+    catalog_session_begin(&session);
+    catalog_require_policy_actor(&session, policy);
+    const char *args[3] = {policy, ops, path};
+    // Whether it has an allow-list, and the operations asked for that the policy may not use.
+    if (catalog_exec_texts("SELECT allowed_tables IS NULL, (SELECT pg_catalog.string_agg(o, ', ' "
+                           "ORDER BY n) FROM pg_catalog.unnest(pg_catalog.string_to_array($2, "
+                           "',')) WITH ORDINALITY AS u(o, n) WHERE o <> ALL (coalesce(write_ops, "
+                           "'{}'))) FROM querygate.policy WHERE name = $1 FOR UPDATE",
+                           2, args) == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("policy \"%s\" does not exist", policy)));
+    char *no_list = catalog_result_text(0, 1, here);
+    char *not_granted = catalog_result_text(0, 2, here);
+    if (strcmp(no_list, "t") == 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("policy \"%s\" has no table allow-list", policy),
+                 errdetail("A caller with ad-hoc SQL writes its own queries, so the policy's "
+                           "allow-list is what fences the tables they reach."),
+                 errhint("Give the policy one with querygate.allow_tables first.")));
+    if (not_granted != nullptr)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("policy \"%s\" may not %s", policy, not_granted),
+                        errdetail("Ad-hoc SQL may write only what the policy's saved queries "
+                                  "may."),
+                        errhint("Grant the policy the operation with querygate.grant_writes "
+                                "first, or leave it out.")));
+    catalog_exec_texts("UPDATE querygate.policy SET adhoc = true, "
+                       "adhoc_write_ops = pg_catalog.string_to_array($2, ','), "
+                       "adhoc_search_path = $3 WHERE name = $1",
+                       3, args);
+    catalog_session_end(&session);
+    PG_RETURN_VOID();
+}
+
+QUERYGATE_SQL_FUNCTION(querygate_revoke_adhoc)
+{
+    require_admin();
+    const char *args[1] = {sql_text_arg(fcinfo, 0, "the policy name")};
+    catalog_change_policy("UPDATE querygate.policy SET adhoc = false, adhoc_write_ops = NULL, "
+                          "adhoc_search_path = NULL WHERE name = $1",
+                          1, args);
     PG_RETURN_VOID();
 }
 
