@@ -45,23 +45,18 @@ EXCEPTION WHEN OTHERS THEN
     RETURN hint;
 END $$;
 
-DO $$
-BEGIN
-    PERFORM querygate.save_query('q', 'SELECT id FROM ah_t WHERE id = :id');
-    PERFORM querygate.create_policy('p', 'ah_app');
-    PERFORM querygate.grant_query('p', 'q');
-END $$;
+DO $$ BEGIN PERFORM querygate.create_policy('p', 'ah_app'); END $$;
 SET search_path = public;
 
-SELECT plan(47);
+SELECT plan(48);
 
 -- 1. Off by default; refused without an allow-list.
-SELECT is(pg_temp.adhoc(), 'false | NULL | NULL', 'a policy has no ad-hoc SQL by default');
+SELECT is(pg_temp.adhoc(), 'f | NULL | NULL', 'a policy has no ad-hoc SQL by default');
 SELECT throws_ok($$SELECT querygate.grant_adhoc('p')$$, '55000', 'policy "p" has no table allow-list',
                  'grant_adhoc without an allow-list: 55000');
 SELECT is(pg_temp.hint_of($$SELECT querygate.grant_adhoc('p')$$),
           'Give the policy one with querygate.allow_tables first.', 'the hint says what to do');
-SELECT is(pg_temp.adhoc(), 'false | NULL | NULL', 'and nothing changed');
+SELECT is(pg_temp.adhoc(), 'f | NULL | NULL', 'and nothing changed');
 SELECT throws_ok($$SELECT querygate.grant_adhoc('nope')$$, '42704', 'policy "nope" does not exist',
                  'grant_adhoc to an unknown policy: 42704');
 SELECT throws_ok($$SELECT querygate.grant_adhoc(NULL)$$, '22004', 'the policy name must not be null',
@@ -70,7 +65,7 @@ SELECT throws_ok($$SELECT querygate.grant_adhoc(NULL)$$, '22004', 'the policy na
 -- 2. Granted with an allow-list: read-only, the caller's search_path made explicit.
 DO $$ BEGIN PERFORM querygate.allow_tables('p', ARRAY['ah_t']::regclass[]); END $$;
 SELECT lives_ok($$SELECT querygate.grant_adhoc('p')$$, 'grant_adhoc with an allow-list');
-SELECT is(pg_temp.adhoc(), 'true | {} | pg_catalog, public, pg_temp',
+SELECT is(pg_temp.adhoc(), 't | {} | pg_catalog, public, pg_temp',
           'the policies view shows it: no writes, the search_path explicit (pg_catalog first, pg_temp last)');
 SET search_path = ah_s, "$user", public;
 SELECT lives_ok($$SELECT querygate.grant_adhoc('p')$$, 'granted again from a session with ah_s first');
@@ -78,6 +73,8 @@ RESET search_path;
 SET search_path = public;
 SELECT is((SELECT adhoc_search_path FROM querygate.policies WHERE name = 'p'), 'pg_catalog, ah_s, public, pg_temp',
           'the calling session''s search_path, "$user" resolved (no such schema: left out)');
+SELECT lives_ok($$SELECT querygate.save_query('q', 'SELECT id FROM ah_t WHERE id = :id');
+                  SELECT querygate.grant_query('p', 'q')$$, 'a query granted to the policy with ad-hoc SQL on');
 SELECT is((SELECT e ? 'columns' FROM querygate.explain('p', 'q') AS e), true,
           'explain reads the policy with ad-hoc SQL on (its row decodes)');
 
@@ -97,7 +94,7 @@ SELECT is(pg_temp.hint_of($$SELECT querygate.grant_adhoc('p', '{truncate}')$$),
           'The operations are insert, update, delete and merge.', 'the hint lists the operations');
 SELECT throws_ok($$SELECT querygate.grant_adhoc('p', ARRAY[NULL]::text[])$$, '22004',
                  'write operations must not be null', 'a NULL operation: 22004');
-SELECT is(pg_temp.adhoc(), 'true | {} | pg_catalog, ah_s, public, pg_temp', 'the refused grants changed nothing');
+SELECT is(pg_temp.adhoc(), 't | {} | pg_catalog, ah_s, public, pg_temp', 'the refused grants changed nothing');
 DO $$ BEGIN PERFORM querygate.grant_writes('p', '{insert,update,delete}'); END $$;
 SELECT lives_ok($$SELECT querygate.grant_adhoc('p', '{DELETE, update, update}')$$,
                 'granted operations the policy may use, in any case and order, twice');
@@ -111,7 +108,7 @@ SELECT is((SELECT write_ops::text || ' ' || adhoc_write_ops::text FROM querygate
 -- 4. A search_path given: validated, made explicit the same way.
 SELECT lives_ok($$SELECT querygate.grant_adhoc('p', search_path => 'ah_s, "$user", pg_catalog, public')$$,
                 'a search_path given');
-SELECT is(pg_temp.adhoc(), 'true | {} | pg_catalog, ah_s, public, pg_temp',
+SELECT is(pg_temp.adhoc(), 't | {} | pg_catalog, ah_s, public, pg_temp',
           'stored explicit: pg_catalog first, "$user" resolved, pg_temp last; the write operations replaced');
 SELECT lives_ok($$SELECT querygate.grant_adhoc('p', search_path => '')$$, 'an empty search_path');
 SELECT is((SELECT adhoc_search_path FROM querygate.policies WHERE name = 'p'), 'pg_catalog, pg_temp',
@@ -129,9 +126,9 @@ SELECT is((SELECT adhoc_search_path FROM querygate.policies WHERE name = 'p'), '
 -- 5. Calling it again replaces every setting.
 DO $$ BEGIN PERFORM querygate.grant_writes('p', '{insert,update}');
              PERFORM querygate.grant_adhoc('p', '{insert}', 'ah_s'); END $$;
-SELECT is(pg_temp.adhoc(), 'true | {insert} | pg_catalog, ah_s, pg_temp', 'granted with a write and a path');
+SELECT is(pg_temp.adhoc(), 't | {insert} | pg_catalog, ah_s, pg_temp', 'granted with a write and a path');
 SELECT lives_ok($$SELECT querygate.grant_adhoc('p')$$, 'granted again with the defaults');
-SELECT is(pg_temp.adhoc(), 'true | {} | pg_catalog, public, pg_temp', 'replaces the write operations and the path');
+SELECT is(pg_temp.adhoc(), 't | {} | pg_catalog, public, pg_temp', 'replaces the write operations and the path');
 
 -- 6. The allow-list stays while ad-hoc SQL is on.
 SELECT throws_ok($$SELECT querygate.allow_tables('p', NULL)$$, '55000',
@@ -156,7 +153,7 @@ SELECT is(pg_temp.as_role('ah_member', $$SELECT querygate.grant_adhoc('p', searc
 -- 8. Revoked: off, the write operations and the path cleared; then the allow-list may go.
 SELECT is(pg_temp.as_role('ah_member', $$SELECT querygate.revoke_adhoc('p')$$), 'no error',
           'a member of ah_app may revoke it');
-SELECT is(pg_temp.adhoc(), 'false | NULL | NULL', 'revoke_adhoc turns it off and clears its settings');
+SELECT is(pg_temp.adhoc(), 'f | NULL | NULL', 'revoke_adhoc turns it off and clears its settings');
 SELECT lives_ok($$SELECT querygate.allow_tables('p', NULL)$$, 'allow_tables(p, NULL) once it is off');
 
 -- 9. The audit log: the grants and the revocation, by whom, before and after.
