@@ -201,7 +201,7 @@ bool allowed_relation(const RawCheck *c, Oid relid)
 }
 
 // A WITH query's name may hide a table's: the analysed statement's relations are checked again
-// (query_walker), so a name skipped here is judged there.
+// (names_walker), so a name skipped here is judged there.
 bool raw_walker(Node *node, RawCheck *c)
 {
     if (node == nullptr)
@@ -290,12 +290,14 @@ const char *identity_function(const SQLValueFunction *svf)
     }
 }
 
-bool query_walker(Node *node, QueryCheck *c)
+// Names first, over the whole statement: a lookup that found something is then refused as one
+// that found nothing (an error while the statement was analysed) is, whatever else it holds.
+bool names_walker(Node *node, QueryCheck *c)
 {
     if (node == nullptr)
         return false;
     if (IsA(node, Query))
-        return query_tree_walker(reinterpret_cast<Query *>(node), WALKER(query_walker), c,
+        return query_tree_walker(reinterpret_cast<Query *>(node), WALKER(names_walker), c,
                                  QTW_EXAMINE_RTES_BEFORE);
     if (IsA(node, RangeTblEntry)) {
         const RangeTblEntry *rte = reinterpret_cast<RangeTblEntry *>(node);
@@ -305,6 +307,21 @@ bool query_walker(Node *node, QueryCheck *c)
         }
         return false; // range_table_walker goes on into the entry's contents
     }
+    const Oid type = value_type(node);
+    if (OidIsValid(type) && is_reg_type(type)) {
+        refuse(c->out, ADHOC_REFUSED_NAME, exprLocation(node));
+        return true;
+    }
+    return expression_tree_walker(node, WALKER(names_walker), c);
+}
+
+// Then the functions it calls.
+bool functions_walker(Node *node, QueryCheck *c)
+{
+    if (node == nullptr)
+        return false;
+    if (IsA(node, Query))
+        return query_tree_walker(reinterpret_cast<Query *>(node), WALKER(functions_walker), c, 0);
     if (IsA(node, SQLValueFunction)) {
         const SQLValueFunction *svf = reinterpret_cast<SQLValueFunction *>(node);
         if (const char *name = identity_function(svf)) {
@@ -313,11 +330,6 @@ bool query_walker(Node *node, QueryCheck *c)
             return true;
         }
     }
-    const Oid type = value_type(node);
-    if (OidIsValid(type) && is_reg_type(type)) {
-        refuse(c->out, ADHOC_REFUSED_NAME, exprLocation(node));
-        return true;
-    }
     Oid refused = InvalidOid;
     if (check_functions_in_node(node, function_refused, &refused)) {
         refuse(c->out, ADHOC_REFUSED_FUNCTION, exprLocation(node));
@@ -325,7 +337,7 @@ bool query_walker(Node *node, QueryCheck *c)
         c->out->function = psprintf("%s()", name ? name : "an unknown function");
         return true;
     }
-    return expression_tree_walker(node, WALKER(query_walker), c);
+    return expression_tree_walker(node, WALKER(functions_walker), c);
 }
 
 bool one_statement_of_its_kind(List *raw)
@@ -333,6 +345,9 @@ bool one_statement_of_its_kind(List *raw)
     if (list_length(raw) != 1)
         return false;
     const Node *stmt = linitial_node(RawStmt, raw)->stmt;
+    // SELECT INTO creates a table: a utility statement written as a SELECT.
+    if (IsA(stmt, SelectStmt) && reinterpret_cast<const SelectStmt *>(stmt)->intoClause != nullptr)
+        return false;
     return IsA(stmt, SelectStmt) || IsA(stmt, InsertStmt) || IsA(stmt, UpdateStmt) ||
            IsA(stmt, DeleteStmt) || IsA(stmt, MergeStmt);
 }
@@ -367,7 +382,9 @@ void check_adhoc_statement(const char *prepared_sql, int nparams, const Oid *all
         return;
     }
     QueryCheck qc = {&rc, out};
-    query_walker(reinterpret_cast<Node *>(query), &qc);
+    Node *tree = reinterpret_cast<Node *>(query);
+    if (!names_walker(tree, &qc))
+        functions_walker(tree, &qc);
 }
 
 bool adhoc_hides_error(int sqlerrcode)

@@ -75,22 +75,23 @@ $res = sql_call('SELECT aid INTO TEMP t2 FROM accounts');
 $qg->expect_error($res, 400, 'invalid_sql', 'SELECT INTO');
 $res = sql_call('SELECT nosuch FROM accounts');
 $qg->expect_error($res, 400, 'invalid_sql', 'a column that is not there', names => qr/column "nosuch" does not exist/);
-$res = sql_call('SELECT :x AS x', params => { x => 1 });
+$res = sql_call('SELECT 1 AS one WHERE :x IS NULL', params => { x => 1 });
 $qg->expect_error($res, 400, 'invalid_sql', 'a parameter of no type', names => qr/parameter :x/);
 $res = sql_call('SELECT aid FROM accounts WHERE aid = $1');
 $qg->expect_error($res, 400, 'invalid_sql', 'a $n parameter', names => qr/:name placeholders/);
 
-# --- names outside the allow-list, and names of nothing, answered alike
+# --- names outside the allow-list, and names of nothing, answered alike (each pair's names of one
+# length: the answer says where the refused name is)
 my @names = (
 	[ 'a table not listed', 'SELECT id FROM secrets', 'a table that is not there', 'SELECT id FROM nosuch' ],
 	[ 'a qualified table not listed', 'SELECT id FROM public.secrets', 'in a schema that is not there',
 		'SELECT id FROM nosuch.secrets' ],
 	[ 'a catalog', 'SELECT relname FROM pg_class', 'a catalog that is not there', 'SELECT relname FROM pg_nosuch' ],
-	[ 'regclass of a table', q{SELECT 'secrets'::regclass AS r}, 'regclass of nothing', q{SELECT 'nosuch'::regclass AS r} ],
+	[ 'regclass of a table', q{SELECT 'secrets'::regclass AS r}, 'regclass of nothing', q{SELECT 'nosuchx'::regclass AS r} ],
 	[ 'a regclass argument', q{SELECT pg_relation_size('secrets') AS n}, 'a regclass argument naming nothing',
-		q{SELECT pg_relation_size('nosuch') AS n} ],
-	[ 'regrole of a role', q{SELECT 'adhoc_reader'::regrole AS r}, 'regrole of nothing', q{SELECT 'nobody_at_all'::regrole AS r} ],
-	[ 'regclass as a function', q{SELECT regclass('secrets') AS r}, 'of nothing', q{SELECT regclass('nosuch') AS r} ],
+		q{SELECT pg_relation_size('nosuchx') AS n} ],
+	[ 'regrole of a role', q{SELECT 'adhoc_reader'::regrole AS r}, 'regrole of nothing', q{SELECT 'nobody_at_al'::regrole AS r} ],
+	[ 'regclass as a function', q{SELECT regclass('secrets') AS r}, 'of nothing', q{SELECT regclass('nosuchx') AS r} ],
 );
 for my $n (@names)
 {
