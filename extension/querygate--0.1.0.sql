@@ -180,7 +180,7 @@ CREATE TABLE history (
     request_id      text NOT NULL,
     key_name        text,                   -- the key's name ("jwt" for a bearer token), once accepted
     policy          text,
-    query           text NOT NULL,          -- the name called
+    query           text,                   -- the name called; NULL for SQL the caller wrote
     query_revision  bigint,                 -- saved_query.revision of what ran, once found
     query_version   integer,                -- and its version (querygate.query_versions)
     status          smallint NOT NULL,
@@ -191,8 +191,12 @@ CREATE TABLE history (
     client          text,                   -- the caller's address, behind querygate.trusted_proxies
     worker          integer NOT NULL,
     masked_columns  jsonb,                  -- the answer's masked columns, by name
-    params          jsonb                   -- the call's parameters, when its policy keeps them
+    params          jsonb,                  -- the call's parameters, when its policy keeps them
                                             -- (set_policy(history_params => true)), masked
+    kind            text NOT NULL DEFAULT 'query' CHECK (kind IN ('query', 'sql')),
+                                            -- a saved query's call, or SQL the caller wrote (POST /sql)
+    sql             text                    -- that SQL as querygate.history_sql keeps it: its
+                                            -- "sha256:<hex>" (the default), its text, or NULL
 ) PARTITION BY RANGE (at);
 
 -- The JWKS document that verifies RS256/ES256 bearer tokens (one row at most).

@@ -14,7 +14,9 @@ struct Trace {
     using Clock = std::chrono::steady_clock;
     std::string method;
     std::string path;
-    std::string query; // the name called; empty when the request was not a call
+    std::string query;  // the name called; empty when the request was not a call
+    bool adhoc = false; // a call of SQL the caller wrote (POST /sql)
+    std::string sql;    // its statement as the history keeps it (querygate.history_sql)
     std::string key;
     std::string policy;
     std::string client;

@@ -159,7 +159,7 @@ void RequestHandler::log_answer(const Trace &logged, const HttpResponse &respons
         std::chrono::duration_cast<std::chrono::microseconds>(Trace::Clock::now() - logged.started)
             .count();
     // A call's record: the history's, and the run event GET /events streams.
-    if ((settings::history || events_on()) && !logged.query.empty()) {
+    if ((settings::history || events_on()) && (!logged.query.empty() || logged.adhoc)) {
         CallRecord call;
         call.duration_us = duration_us;
         call.status = response.status;
@@ -167,6 +167,8 @@ void RequestHandler::log_answer(const Trace &logged, const HttpResponse &respons
         call.key = logged.key;
         call.policy = logged.policy;
         call.query = logged.query;
+        call.adhoc = logged.adhoc;
+        call.sql = logged.sql;
         call.revision = logged.revision;
         call.version = logged.version;
         call.code = response.error_code;

@@ -2,7 +2,32 @@
 #include "api/sql_endpoint.hpp"
 
 #include "api/call_arguments.hpp"
+#include "auth/secrets.hpp"
+#include "common/settings.hpp"
 #include "http/error_body.hpp"
+
+namespace {
+
+// The statement as the run history keeps it (querygate.history_sql): a text may hold literal
+// values the caller typed, which the hash, by default, does not show.
+std::string as_history_keeps(const std::string &sql)
+{
+    switch (settings::history_sql) {
+    case settings::history_sql_text:
+        return sql;
+    case settings::history_sql_hash: {
+        unsigned char digest[secrets::sha256_length];
+        char hex[2 * secrets::sha256_length + 1];
+        secrets::sha256(sql.data(), sql.size(), digest);
+        secrets::to_hex(digest, sizeof(digest), hex);
+        return std::string("sha256:") + hex;
+    }
+    default:
+        return std::string();
+    }
+}
+
+} // namespace
 
 void SqlEndpoint::handle(Exchange &ex)
 {
@@ -16,6 +41,7 @@ void SqlEndpoint::handle(Exchange &ex)
         return;
     }
     CallRequest call = path_.start_call(ex, std::string());
+    ex.trace.adhoc = ex.traced;
     if (path_.refused_without_credentials(ex, call))
         return;
     ApiError error = call_arguments::from_request(request, call, true);
@@ -27,6 +53,8 @@ void SqlEndpoint::handle(Exchange &ex)
         write_error(ex.response, error, ex.id);
         return;
     }
+    if (ex.traced && settings::history)
+        ex.trace.sql = as_history_keeps(call.sql);
     CallResult result = path_.run(ex, call);
     if (ex.response.later != 0)
         return; // answered when the helper's result is back

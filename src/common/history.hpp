@@ -14,7 +14,9 @@ struct CallRecord {
     std::string_view request_id;
     std::string_view key;      // the key's name ("jwt" for a token); empty when none was accepted
     std::string_view policy;   // empty when no key was accepted
-    std::string_view query;    // the name called, as the URL gave it
+    std::string_view query;    // the name called, as the URL gave it; empty for SQL (adhoc)
+    bool adhoc = false;        // SQL the caller wrote (POST /sql), not a saved query
+    std::string_view sql;      // its statement as querygate.history_sql keeps it; empty: none
     std::int64_t revision = 0; // saved_query.revision of what ran; 0 when nothing ran
     int version = 0;           // and its saved_query.version
     std::string_view code;     // the error's code; empty on success

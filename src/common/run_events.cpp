@@ -135,7 +135,12 @@ void append_event(std::string &out, const Event &e)
     const std::string id = std::to_string(e.id);
     out.append("id: ").append(id).append("\nevent: run\ndata: {\"id\":").append(id);
     out.append(",\"query\":");
-    append_json_string(out, e.query, sizeof(e.query));
+    // SQL the caller wrote has no name; its kind says what ran.
+    if (e.adhoc)
+        out.append("null");
+    else
+        append_json_string(out, e.query, sizeof(e.query));
+    out.append(e.adhoc ? ",\"kind\":\"sql\"" : ",\"kind\":\"query\"");
     out.append(",\"status\":").append(std::to_string(e.status));
     out.append(",\"code\":");
     if (e.code[0] == '\0')

@@ -42,6 +42,7 @@ struct Event {
     std::uint32_t duration_us = 0;
     std::uint64_t rows = 0;
     char query[64] = {};      // cut to fit; the names of saved queries are shorter
+    bool adhoc = false;       // SQL the caller wrote (POST /sql): no query name
     char code[32] = {};       // the stable error code, empty on success
     char request_id[40] = {}; // cut to fit (a caller's X-Request-Id may be longer)
     Who who;

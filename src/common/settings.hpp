@@ -41,6 +41,7 @@ extern bool statistics;            // querygate.statistics: calls are counted (r
 extern char *metrics_token_file;   // querygate.metrics_token_file: /metrics's tokens (reload)
 extern bool history;               // querygate.history: calls are recorded (reload)
 extern double history_sample_rate; // querygate.history_sample_rate: successes kept (reload)
+extern int history_sql;            // querygate.history_sql: a HistorySql (reload)
 extern int history_retention;      // querygate.history_retention, seconds, 0 = forever (reload)
 extern int history_buffer;         // querygate.history_buffer: records in the ring (restart)
 extern int history_flush_interval; // querygate.history_flush_interval, ms (reload)
@@ -67,6 +68,8 @@ extern char *fault_injection; // querygate.fault_injection: tests only (pg_guard
 // The values of querygate.log_requests and querygate.log_requests_format (http/access_log.hpp).
 enum LogRequests { log_off = 0, log_errors = 1, log_all = 2 };
 enum LogFormat { log_text = 0, log_json = 1 };
+// What the run history keeps of SQL a caller wrote: nothing, its SHA-256, or its text.
+enum HistorySql { history_sql_off = 0, history_sql_hash = 1, history_sql_text = 2 };
 
 // The values of querygate.rate_limit_headers: the IETF draft's RateLimit field on every answer to
 // a caller with limits (RateLimit-Policy with it on a 429); the earlier drafts' three fields

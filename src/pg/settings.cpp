@@ -50,6 +50,7 @@ bool statistics = true;
 char *metrics_token_file = nullptr;
 bool history = true;
 double history_sample_rate = 1.0;
+int history_sql = history_sql_hash;
 int history_retention = 7 * 24 * 3600;
 int history_buffer = 8192;
 int history_flush_interval = 1000;
@@ -81,6 +82,11 @@ const struct config_enum_entry log_requests_options[] = {
     {"1", log_all, true},    {"false", log_off, true},
     {"no", log_off, true},   {"0", log_off, true},
     {nullptr, 0, false}};
+
+const struct config_enum_entry history_sql_options[] = {{"off", history_sql_off, false},
+                                                        {"hash", history_sql_hash, false},
+                                                        {"text", history_sql_text, false},
+                                                        {nullptr, 0, false}};
 
 const struct config_enum_entry log_format_options[] = {
     {"text", log_text, false}, {"json", log_json, false}, {nullptr, 0, false}};
@@ -337,6 +343,14 @@ void define_reloadable()
                              "Calls answered with an error are always recorded.",
                              &history_sample_rate, 1.0, 0.0, 1.0, PGC_SIGHUP, 0, nullptr, nullptr,
                              nullptr);
+    DefineCustomEnumVariable(
+        "querygate.history_sql",
+        "What querygate.history keeps of SQL a caller wrote (POST /sql): off, hash or text.",
+        "hash: \"sha256:\" and the hex of the statement's SHA-256, which tells two calls of one "
+        "statement apart without keeping the literal values a caller typed into it; text: the "
+        "statement, its first kilobyte; off: nothing.",
+        &history_sql, history_sql_hash, history_sql_options, PGC_SIGHUP, 0, nullptr, nullptr,
+        nullptr);
     DefineCustomIntVariable("querygate.history_retention",
                             "How long querygate.history keeps a record at least; 0 keeps them all.",
                             "The writer drops the partitions (a day each; an hour under a day's "

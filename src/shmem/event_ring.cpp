@@ -172,6 +172,7 @@ void put(const CallRecord &call) noexcept
         std::min<std::int64_t>(std::max<std::int64_t>(call.duration_us, 0), UINT32_MAX));
     e.rows = call.rows;
     copy_cut(e.query, sizeof(e.query), call.query);
+    e.adhoc = call.adhoc;
     copy_cut(e.code, sizeof(e.code), call.code);
     copy_cut(e.request_id, sizeof(e.request_id), call.request_id);
     e.who = call.who;

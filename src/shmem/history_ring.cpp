@@ -280,10 +280,12 @@ void put(const CallRecord &call, int worker) noexcept
     r.bytes = call.bytes;
     r.status = call.status;
     r.worker = worker;
+    r.adhoc = call.adhoc ? 1 : 0;
     // The masked columns and the parameters are made to fit by their maker (masked_room,
     // params_room); in the order of Field.
-    const std::string_view texts[fields] = {call.request_id, call.key,    call.policy, call.query,
-                                            call.code,       call.client, call.masked, call.params};
+    const std::string_view texts[fields] = {call.request_id, call.key,    call.policy,
+                                            call.query,      call.code,   call.client,
+                                            call.masked,     call.params, call.sql};
     r.set_texts(texts);
     pg_write_barrier(); // the record before the head that shows it
     pg_atomic_write_u64(&ring.head, head + 1);

@@ -30,14 +30,16 @@ namespace history_ring {
 constexpr std::size_t masked_room = 256;
 // Bytes a record keeps of the JSON object of parameters, its closing NUL included.
 constexpr std::size_t params_room = 512;
+// Bytes a record keeps of SQL a caller wrote (querygate.history_sql = text cuts it; a hash fits).
+constexpr std::size_t sql_room = 1024;
 
 // A record's texts, in the order it keeps them.
-enum class Field : uint8 { request_id, key, policy, query, code, client, masked, params };
-constexpr std::size_t fields = 8;
+enum class Field : uint8 { request_id, key, policy, query, code, client, masked, params, sql };
+constexpr std::size_t fields = 9;
 // Bytes a record keeps of each text, its closing NUL included: names are cut to fit; the masked
 // columns and the parameters, JSON that a cut would make something else, are kept whole or not at
 // all.
-constexpr std::size_t room[fields] = {65, 64, 64, 64, 32, 64, masked_room, params_room};
+constexpr std::size_t room[fields] = {65, 64, 64, 64, 32, 64, masked_room, params_room, sql_room};
 constexpr std::size_t rooms_summed()
 {
     std::size_t n = 0;
@@ -60,6 +62,7 @@ struct Record {
     int32 version;
     int32 status;
     int32 worker; // 1-based
+    int32 adhoc;  // 1: SQL the caller wrote (history.kind 'sql'); 0: a saved query
     uint16 len[fields];
     char texts[texts_room];
 

@@ -152,12 +152,28 @@ enum Column {
     col_worker,
     col_masked_columns,
     col_params,
+    col_kind,
+    col_sql,
     ncolumns
 };
-const char *const column_names[ncolumns] = {"at",     "request_id",     "key_name",       "policy",
-                                            "query",  "query_revision", "query_version",  "status",
-                                            "code",   "duration_ms",    "rows",           "bytes",
-                                            "client", "worker",         "masked_columns", "params"};
+const char *const column_names[ncolumns] = {"at",
+                                            "request_id",
+                                            "key_name",
+                                            "policy",
+                                            "query",
+                                            "query_revision",
+                                            "query_version",
+                                            "status",
+                                            "code",
+                                            "duration_ms",
+                                            "rows",
+                                            "bytes",
+                                            "client",
+                                            "worker",
+                                            "masked_columns",
+                                            "params",
+                                            "kind",
+                                            "sql"};
 
 // A record's texts where they are (history_ring::Record::text_starts), read field by field.
 struct Texts {
@@ -204,7 +220,10 @@ void form(Row &row, history_ring::Record &r)
     v[col_request_id] = text_of(t, Field::request_id);
     v[col_key_name] = text_or_null(t, Field::key, null[col_key_name]);
     v[col_policy] = text_or_null(t, Field::policy, null[col_policy]);
-    v[col_query] = text_of(t, Field::query);
+    // SQL the caller wrote has no name: its kind says what ran, and its text or hash, which.
+    v[col_query] = text_or_null(t, Field::query, null[col_query]);
+    v[col_kind] = CStringGetTextDatum(r.adhoc != 0 ? "sql" : "query");
+    v[col_sql] = text_or_null(t, Field::sql, null[col_sql]);
     null[col_query_revision] = r.revision == 0;
     v[col_query_revision] = Int64GetDatum(r.revision);
     null[col_query_version] = r.version == 0;

@@ -5,8 +5,9 @@
 # reg* lookups and catalogs included; built-ins that read the catalogs or settings refused
 # (403 function_not_allowed) while the clock, formatting and immutable functions run; writes
 # only with the grant's own write operations; masks, parameters, formats, paging and exports as
-# for /q/{name}; statements kept per worker within querygate.adhoc_cache_size, and a change of
-# the policy seen by the next call.
+# for /q/{name}; statements kept per worker within querygate.adhoc_cache_size; the run history's
+# record of each call (kind 'sql', its statement as querygate.history_sql keeps it); and a change
+# of the policy seen by the next call.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -160,6 +161,44 @@ for my $round (1 .. 3)
 		$qg->expect_rows($res, [ { aid => $aid, bid => 1 + int(($aid - 1) / 5) } ], "round $round, literal $aid");
 	}
 }
+
+# --- the run history: each call of SQL as such (kind 'sql', no query name), its statement as
+# querygate.history_sql keeps it: its hash by default, its text, or nothing
+sub history_of
+{
+	my ($rid) = @_;
+	my $row;
+	QuerygateTest::poll_until(sub {
+		$row = $qg->sql("SELECT kind || '|' || coalesce(query, '-') || '|' || coalesce(sql, '-') || '|' || status"
+			  . ' FROM querygate.history WHERE request_id = ' . QuerygateTest::sql_quote($rid));
+		return $row ne '';
+	});
+	return $row;
+}
+my $stmt = 'SELECT aid FROM accounts WHERE aid = :aid';
+$res = sql_call($stmt, params => { aid => 7 });
+my $hash = $qg->sql('SELECT encode(sha256(convert_to(' . QuerygateTest::sql_quote($stmt) . q{, 'UTF8')), 'hex')});
+is(history_of($res->{headers}{'x-request-id'}), "sql|-|sha256:$hash|200", 'history: kind sql, no name, the hash by default');
+$res = sql_call('SELECT id FROM nosuch');
+is(history_of($res->{headers}{'x-request-id'}) =~ s/\|sha256:[0-9a-f]{64}\|/|hash|/r, 'sql|-|hash|403',
+	'history: a refused statement too');
+# A reload reaches the worker between two calls: calls are made until one is recorded the new way.
+sub recorded_after_reload
+{
+	my ($want) = @_;
+	my $got = '';
+	QuerygateTest::poll_until(sub {
+		$got = history_of(sql_call($stmt, params => { aid => 7 })->{headers}{'x-request-id'});
+		return $got eq $want;
+	});
+	return $got;
+}
+$qg->set_and_reload('querygate.history_sql', 'text');
+is(recorded_after_reload("sql|-|$stmt|200"), "sql|-|$stmt|200", 'history_sql = text: the statement');
+$qg->set_and_reload('querygate.history_sql', 'off');
+is(recorded_after_reload('sql|-|-|200'), 'sql|-|-|200', 'history_sql = off: nothing of it');
+$res = $qg->post('/q/nosuch', undef, key => $key);
+is(history_of($res->{headers}{'x-request-id'}), 'query|nosuch|-|404', 'history: a saved query\'s call is kind query');
 
 # --- a change of the policy, seen by the next call
 $qg->sql(q{SELECT querygate.allow_tables('analyst', '{accounts,secrets}')});

@@ -334,7 +334,7 @@ my $e_ok = run_of($s1, $rid_ok);
 my $e_bad = run_of($s1, $rid_bad);
 ok($e_ok, 'a run event with the call\'s X-Request-Id as request_id');
 my $j = $e_ok ? $e_ok->{json} : {};
-is_deeply([ sort keys %$j ], [qw(at_us code duration_us id query request_id rows status)], 'its fields');
+is_deeply([ sort keys %$j ], [qw(at_us code duration_us id kind query request_id rows status)], 'its fields');
 like($e_ok->{id} // '', qr/^[1-9]\d*$/, 'an id: line');
 is($j->{id}, $e_ok->{id}, 'data.id is the id: line');
 is($j->{query}, 'ev_item', 'query');
