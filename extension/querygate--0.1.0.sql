@@ -193,8 +193,9 @@ CREATE TABLE history (
     masked_columns  jsonb,                  -- the answer's masked columns, by name
     params          jsonb,                  -- the call's parameters, when its policy keeps them
                                             -- (set_policy(history_params => true)), masked
-    kind            text NOT NULL DEFAULT 'query' CHECK (kind IN ('query', 'sql')),
-                                            -- a saved query's call, or SQL the caller wrote (POST /sql)
+    kind            text NOT NULL DEFAULT 'query',
+                                            -- 'query', a saved query's call; 'sql', SQL the caller
+                                            -- wrote (POST /sql)
     sql             text                    -- that SQL as querygate.history_sql keeps it: its
                                             -- "sha256:<hex>" (the default), its text, or NULL
 ) PARTITION BY RANGE (at);

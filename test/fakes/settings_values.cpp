@@ -14,6 +14,7 @@ int log_requests_format = log_text;
 int rate_limit_headers = limit_headers_draft;
 char *metrics_token_file = nullptr;
 bool history = false;
+int history_sql = history_sql_hash;
 int event_buffer = 0;
 int max_event_streams = 500;
 int max_event_streams_per_key = 2;

@@ -148,7 +148,7 @@ int main()
     like(ta, "id: 3\nevent: run", "then the third");
     is(tb, ta, "a stream of the same policy has the same text");
     is(count(tc, "event: run"), std::size_t(1), "the people stream has its one event");
-    like(tc, "\"query\":\"people\",\"status\":403", "with its status");
+    like(tc, "\"query\":\"people\",\"kind\":\"query\",\"status\":403", "with its status");
     ok(tc.find("orders") == std::string::npos, "and nothing of the orders");
     is(a->last_id(), std::uint64_t(3), "each stream has looked at every event");
     is(c->last_id(), std::uint64_t(3), "the ones it may not see too");
