@@ -284,14 +284,21 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
     const std::string &path = request.path;
     bool query_path =
         path.size() > 3 && path.compare(0, 3, "/q/") == 0 && path.find('/', 3) == std::string::npos;
+    const bool sql_path = path == "/sql";
     FUZZ_CHECK(!response.length_unknown); // only a HEAD of /events
     if (runner_called) {
-        // A call of /q/{name}, or an MCP tools/call refused by the caller's key or limits.
-        FUZZ_CHECK(!refused && (query_path || path == "/mcp"));
+        // A call of /q/{name} or of SQL (POST /sql), or an MCP tools/call refused by the caller's
+        // key or limits.
+        FUZZ_CHECK(!refused && (query_path || path == "/mcp" || sql_path));
+        FUZZ_CHECK(!sql_path || request.method == "POST");
         FUZZ_CHECK(!has_control(path));
         FUZZ_CHECK(request.method == "GET" || request.method == "POST");
         const CallRequest &call = fake_database::last;
         FUZZ_CHECK(!query_path || call.query == path.substr(3));
+        // SQL has no name, and is never empty.
+        FUZZ_CHECK(!sql_path || (call.query.empty() &&
+                                 call.sql.find_first_not_of(" \t\r\n") != std::string::npos));
+        FUZZ_CHECK(sql_path || call.sql.empty());
         FUZZ_CHECK(!call.secret.empty() || !call.bearer_token.empty());
         FUZZ_CHECK(call.page >= 1 && call.page <= 1000000000L);
         FUZZ_CHECK(call.page_size >= 1 && call.page_size <= settings::max_page_size);
@@ -470,12 +477,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     // Every answer is counted once, as an error when its status is 400 or more.
     FUZZ_CHECK(handler.counts().answered == counts_before.answered + 1);
     FUZZ_CHECK(handler.counts().errors == counts_before.errors + (response.status >= 400 ? 1 : 0));
-    // The history keeps a record of every call of a query (GET or POST /q/{name}) and of
-    // nothing else, with its answer's status.
+    // The history keeps a record of every call of a query (GET or POST /q/{name}) or of SQL
+    // (POST /sql) and of nothing else, with its answer's status.
     const std::string &path = request.path;
-    const bool call = !refused && path.size() > 3 && path.compare(0, 3, "/q/") == 0 &&
-                      path.find('/', 3) == std::string::npos && !has_control(path) &&
-                      (request.method == "GET" || request.method == "POST");
+    const bool call = !refused && ((path.size() > 3 && path.compare(0, 3, "/q/") == 0 &&
+                                    path.find('/', 3) == std::string::npos && !has_control(path) &&
+                                    (request.method == "GET" || request.method == "POST")) ||
+                                   (path == "/sql" && request.method == "POST"));
     // (A record is also made while events are on: GET /events shows calls.) A tools/call of
     // POST /mcp may make one too.
     const bool recording = settings::history || settings::event_buffer > 0;
