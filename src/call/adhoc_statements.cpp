@@ -57,12 +57,16 @@ AdhocStatement &AdhocStatements::find(const std::string &sql, const CachedPolicy
     query.saved_by = policy.run_as; // the caller wrote it: trusted as no one else's
     query.revision = 1;
     entry.key = key;
-    while (!order_.empty() && order_.size() >= static_cast<size_t>(settings::adhoc_cache_size))
+    entry.bytes = key.size() + query.sql.size() + query.prepared_sql.size();
+    while (!order_.empty() && (order_.size() >= static_cast<size_t>(settings::adhoc_cache_size) ||
+                               bytes_ + entry.bytes > kept_bytes_max))
         forget_oldest(plans);
+    bytes_ += entry.bytes;
     order_.push_front(std::move(entry));
     try {
         by_key_.emplace(std::move(key), order_.begin());
     } catch (...) {
+        bytes_ -= order_.front().bytes;
         order_.pop_front();
         throw;
     }
@@ -74,6 +78,7 @@ void AdhocStatements::forget_oldest(PlanCache &plans)
     Entry &oldest = order_.back();
     plans.forget(oldest.statement.query.name);
     by_key_.erase(oldest.key);
+    bytes_ -= oldest.bytes;
     order_.pop_back();
 }
 

@@ -1,7 +1,8 @@
 // The ad-hoc statements (POST /sql) a worker keeps: each as a query of its own (CachedQuery, so a
 // call of one takes the saved queries' steps, plan cache and decisions), with what its checks
 // found (policy/adhoc_statement.hpp). Kept by policy and text, at most querygate.adhoc_cache_size
-// of them, the least recently used forgotten first with its plans (PlanCache::forget). A
+// of them and kept_bytes_max of their texts (a statement may be as long as a body, a megabyte), the
+// least recently used forgotten first with its plans (PlanCache::forget). A
 // statement whose literals change at every call is therefore scanned, checked, planned and
 // analysed at every call; one with :name parameters once.
 //
@@ -14,6 +15,7 @@
 #include "call/plan_cache.hpp"
 #include "policy/adhoc_statement.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <string>
@@ -44,14 +46,19 @@ class AdhocStatements {
     static void check(AdhocStatement &statement, const CachedPolicy &policy, uint64_t generation,
                       uint64_t epoch);
 
+    // The texts' bytes a worker keeps at most (each statement's key, text and text as run).
+    static constexpr std::size_t kept_bytes_max = 64 * 1024 * 1024;
+
   private:
     struct Entry {
         std::string key;
         AdhocStatement statement;
+        std::size_t bytes = 0;
     };
     void forget_oldest(PlanCache &plans);
 
     std::list<Entry> order_; // most recently used first
     std::unordered_map<std::string, std::list<Entry>::iterator> by_key_;
-    uint64_t made_ = 0; // statements made: each one's name is new
+    uint64_t made_ = 0;     // statements made: each one's name is new
+    std::size_t bytes_ = 0; // the kept entries' bytes
 };
