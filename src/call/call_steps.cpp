@@ -281,9 +281,10 @@ CallSteps::Next CallSteps::as_policy_role()
 {
     const CachedPolicy &policy = *checks_.caller.policy;
     const Oid role = policy.run_as;
-    tools_.statement.begin(*query_, checks_.caller, role, request_.client_fd,
-                           call_timeout(settings::statement_timeout, policy.statement_timeout_ms,
-                                        request_.timeout_ms));
+    tools_.statement.begin(
+        *query_, checks_.caller, role, request_.client_fd,
+        call_timeout(settings::statement_timeout, policy.statement_timeout_ms, request_.timeout_ms),
+        adhoc_ != nullptr);
     // In order; the last runs the statement.
     static constexpr Step as_role[] = {
         &CallSteps::checked_statement,

@@ -237,7 +237,7 @@ void StatementRun::reset()
 }
 
 void StatementRun::begin(const CachedQuery &query, const Caller &caller, Oid role, int client_fd,
-                         int call_timeout_ms)
+                         int call_timeout_ms, bool adhoc)
 {
     progress_.timeout_ms = call_timeout_ms;
     session_.use_search_path(query.search_path);
@@ -250,8 +250,21 @@ void StatementRun::begin(const CachedQuery &query, const Caller &caller, Oid rol
     int *nest = &guc_nest_level_;
     MemoryContext *outer = &call_context_;
     TimestampTz *started_at = &progress_.started_at;
+    char work_mem[16] = "", temp_files[16] = "";
+    if (adhoc && settings::adhoc_work_mem >= 64)
+        snprintf(work_mem, sizeof(work_mem), "%d", settings::adhoc_work_mem);
+    if (adhoc && settings::adhoc_temp_file_limit >= 0)
+        snprintf(temp_files, sizeof(temp_files), "%d", settings::adhoc_temp_file_limit);
     pg::guard([&] {
         pgstat_report_activity(STATE_RUNNING, activity);
+        // The caller's own statement: its memory and temporary files bounded by the server's
+        // settings for it, transaction-local, and temp_file_limit is superuser-only.
+        if (work_mem[0] != '\0')
+            (void)set_config_option("work_mem", work_mem, PGC_SUSET, PGC_S_SESSION,
+                                    GUC_ACTION_LOCAL, true, 0, false);
+        if (temp_files[0] != '\0')
+            (void)set_config_option("temp_file_limit", temp_files, PGC_SUSET, PGC_S_SESSION,
+                                    GUC_ACTION_LOCAL, true, 0, false);
         // Transaction-local, set while still the worker's superuser: querygate.tenant is
         // superuser-only, so the policy's role cannot change it.
         if (tenant != nullptr)

@@ -51,9 +51,10 @@ class StatementRun {
     // A new call: nothing of it has run.
     void reset();
     // Enters the call as `role`, with `timeout_ms` as its time limit (0: none), watching the
-    // caller's socket `client_fd` (-1: none).
+    // caller's socket `client_fd` (-1: none). SQL the caller wrote (`adhoc`) gets
+    // querygate.adhoc_work_mem and querygate.adhoc_temp_file_limit as its own limits.
     void begin(const CachedQuery &query, const Caller &caller, Oid role, int client_fd,
-               int timeout_ms);
+               int timeout_ms, bool adhoc = false);
     // Leaves it, before the commit. May refuse what the call did (a read call that wrote):
     // call_hygiene.hpp.
     void end();

@@ -29,6 +29,8 @@ extern int log_requests;          // querygate.log_requests: a LogRequests (relo
 extern int log_requests_format;   // querygate.log_requests_format: a LogFormat (reload)
 extern int key_cache_size;        // querygate.key_cache_size: API keys a process keeps (reload)
 extern int adhoc_cache_size;      // querygate.adhoc_cache_size: ad-hoc statements kept (reload)
+extern int adhoc_work_mem;        // querygate.adhoc_work_mem, kB; -1: work_mem (reload)
+extern int adhoc_temp_file_limit; // querygate.adhoc_temp_file_limit, kB; -1: none (reload)
 extern int limit_entries;         // querygate.limit_entries: keys and policies counted (restart)
 extern int address_entries;       // querygate.address_entries: addresses counted at once (restart)
 extern int anonymous_ipv6_prefix; // querygate.anonymous_ipv6_prefix: an IPv6 caller's network

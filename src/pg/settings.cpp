@@ -38,6 +38,8 @@ int log_requests = log_off;
 int log_requests_format = log_text;
 int key_cache_size = 10000;
 int adhoc_cache_size = 200;
+int adhoc_work_mem = -1;
+int adhoc_temp_file_limit = 1024 * 1024;
 int limit_entries = 10000;
 int address_entries = 10000;
 int anonymous_ipv6_prefix = 64;
@@ -137,6 +139,18 @@ void define_restart_only()
         "A statement is kept by its text: one whose literals change at every call is parsed, "
         "checked and planned at every call.",
         &adhoc_cache_size, 200, 1, 100000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.adhoc_work_mem",
+        "work_mem for a call of SQL a caller wrote (POST /sql); -1: the server's work_mem.",
+        "Memory each sort or hash of the statement may take before it spills to a temporary file.",
+        &adhoc_work_mem, -1, -1, MAX_KILOBYTES, PGC_SIGHUP, GUC_UNIT_KB, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "querygate.adhoc_temp_file_limit",
+        "temp_file_limit for a call of SQL a caller wrote (POST /sql); -1: the server's.",
+        "The temporary files its sorts and hashes may write; past it the call fails (500 "
+        "query_failed) instead of filling the disk.",
+        &adhoc_temp_file_limit, 1024 * 1024, -1, INT_MAX, PGC_SIGHUP, GUC_UNIT_KB, nullptr, nullptr,
+        nullptr);
     DefineCustomIntVariable(
         "querygate.limit_entries", "Keys and policies with limits counted at once.",
         "About 350 bytes of shared memory each. When every entry is in use and none can be "

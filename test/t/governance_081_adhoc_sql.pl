@@ -5,7 +5,7 @@
 # reg* lookups and catalogs included; built-ins that read the catalogs or settings refused
 # (403 function_not_allowed) while the clock, formatting and immutable functions run; writes
 # only with the grant's own write operations; masks, parameters, formats, paging and exports as
-# for /q/{name}; statements kept per worker within querygate.adhoc_cache_size; the run history's
+# for /q/{name}; work_mem and temp_file_limit of the server's for SQL; statements kept per worker within querygate.adhoc_cache_size; the run history's
 # record of each call (kind 'sql', its statement as querygate.history_sql keeps it); and a change
 # of the policy seen by the next call.
 use strict;
@@ -151,6 +151,19 @@ $res = sql_call('SELECT aid FROM accounts ORDER BY aid', body => { stream => JSO
 is($res->{status}, 200, 'an export: 200') or diag(QuerygateTest::describe($res));
 like($res->{headers}{'content-disposition'} // '', qr/filename="sql\.ndjson"/, 'an export: its file name');
 is(scalar(split /\n/, $res->{content}), 10, 'an export: every row');
+
+# --- memory and temporary files: the server's limits for SQL a caller wrote
+my $spill = 'SELECT count(*)::int AS n FROM (SELECT DISTINCT g FROM generate_series(1, 300000) g) s';
+$res = sql_call($spill);
+$qg->expect_rows($res, [ { n => 300000 } ], 'a statement that spills, under the default limits');
+$qg->set_and_reload('querygate.adhoc_work_mem', '64kB');
+$qg->set_and_reload('querygate.adhoc_temp_file_limit', '64kB');
+ok(QuerygateTest::poll_until(sub { sql_call($spill)->{status} == 500 }), 'past adhoc_temp_file_limit: the call fails');
+$qg->expect_error(sql_call($spill), 500, 'query_failed', 'past adhoc_temp_file_limit');
+$qg->sql('ALTER SYSTEM RESET querygate.adhoc_work_mem');
+$qg->sql('ALTER SYSTEM RESET querygate.adhoc_temp_file_limit');
+$qg->sql('SELECT pg_reload_conf()');
+ok(QuerygateTest::poll_until(sub { sql_call($spill)->{status} == 200 }), 'the limits reset: it runs again');
 
 # --- kept statements: more than querygate.adhoc_cache_size, in turn, each still right
 for my $round (1 .. 3)
