@@ -4,6 +4,7 @@
 extern "C" {
 #include "access/transam.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -103,6 +104,22 @@ bool is_reg_type(Oid type)
     return false;
 }
 
+// The relation whose row type `type` is (itself, its elements' or its domain's base type), when
+// that relation has rows of its own or shows some: a table, a view, a partition. A composite type
+// made by CREATE TYPE holds none, and is judged as any other type is. InvalidOid for any other
+// type.
+Oid row_type_relation(Oid type)
+{
+    Oid base = getBaseType(type);
+    Oid element = get_element_type(base);
+    if (OidIsValid(element))
+        base = getBaseType(element);
+    const Oid relid = get_typ_typrelid(base);
+    if (!OidIsValid(relid) || get_rel_relkind(relid) == RELKIND_COMPOSITE_TYPE)
+        return InvalidOid;
+    return relid;
+}
+
 bool is_datetime_type(Oid type)
 {
     return type == DATEOID || type == TIMEOID || type == TIMETZOID || type == TIMESTAMPOID ||
@@ -200,6 +217,17 @@ bool allowed_relation(const RawCheck *c, Oid relid)
     return false;
 }
 
+// A type that names something the statement may not: a reg* type, or the row type of a relation
+// off the allow-list. `NULL::t` would otherwise answer whether t exists, and `(NULL::t).c` which
+// columns it has, where naming t in FROM answers neither.
+bool refused_type(const RawCheck *c, Oid type)
+{
+    if (is_reg_type(type))
+        return true;
+    const Oid relid = row_type_relation(type);
+    return OidIsValid(relid) && !allowed_relation(c, relid);
+}
+
 // A WITH query's name may hide a table's: the analysed statement's relations are checked again
 // (names_walker), so a name skipped here is judged there.
 bool raw_walker(Node *node, RawCheck *c)
@@ -219,7 +247,7 @@ bool raw_walker(Node *node, RawCheck *c)
         if (type != nullptr) {
             const Oid oid = typeTypeId(type);
             ReleaseSysCache(type);
-            if (is_reg_type(oid)) {
+            if (refused_type(c, oid)) {
                 refuse(c->out, ADHOC_REFUSED_NAME, name->location);
                 return true;
             }
@@ -308,7 +336,7 @@ bool names_walker(Node *node, QueryCheck *c)
         return false; // range_table_walker goes on into the entry's contents
     }
     const Oid type = value_type(node);
-    if (OidIsValid(type) && is_reg_type(type)) {
+    if (OidIsValid(type) && refused_type(c->raw, type)) {
         refuse(c->out, ADHOC_REFUSED_NAME, exprLocation(node));
         return true;
     }

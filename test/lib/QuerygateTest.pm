@@ -17,6 +17,8 @@
 #     secret read from querygate.mask_secret as superuser), the text of the mask action, and the
 #     text PostgreSQL itself gives a column (column_texts), so expected masked rows are built in Perl;
 #   - SQL errors with their SQLSTATE (sql_error);
+#   - each call of a saved query sent through both paths, /q/{name} and POST /sql with its text, by
+#     a twin of the policy that is granted ad-hoc SQL (adhoc_twin, both, get_both, post_both);
 #   - requests on a fresh connection and polling for a reloaded setting across every worker
 #     (poll_fresh), a request left running on its own connection (start_request/finish_request);
 #   - JWTs: HS256 signed with Digest::SHA, RS256 and ES256 signed with the openssl command, and the
@@ -45,7 +47,7 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(pct query_string json_encode json_decode poll_until sql_quote read_until_close
   parse_answer
   read_response mask_secret hash_key hmac_of masked_text column_texts sql_error fresh_request poll_fresh
-  start_request finish_request body_without_request_id b64url b64url_decode jwt_hs256 jwt_unsigned
+  start_request finish_request body_without_request_id on_path b64url b64url_decode jwt_hs256 jwt_unsigned
   openssl_key rsa_jwk ec_jwk public_pem jwt_openssl timeouts);
 
 # How many times slower every process runs than on a plain build: test/run sets it for a
@@ -330,7 +332,9 @@ sub access
 	return undef if exists $o{key} && !defined $o{key};
 	my $key = $o{key} // $policy . '_key' . ++$self->{keyn};
 	my $args = defined $o{key_args} ? ", $o{key_args}" : '';
-	return $self->sql('SELECT querygate.create_key(' . sql_quote($key) . ", $p$args)");
+	my $secret = $self->sql('SELECT querygate.create_key(' . sql_quote($key) . ", $p$args)");
+	$self->{policy_of_key}{$secret} = $policy;    # for both(): whose twin answers through /sql
+	return $secret;
 }
 
 # request($method, $path, key => secret, bearer => secret, headers => {...}, json => perl value,
@@ -371,11 +375,13 @@ sub describe
 	return "status $res->{status}, body: $c";
 }
 
-# Asserts status 200 and that the body decodes to $rows (a Perl structure). 2 assertions.
+# Asserts status 200 and that the body decodes to $rows (a Perl structure). 2 assertions. An
+# answer from both() says its path in the names.
 sub expect_rows
 {
 	my ($self, $res, $rows, $name) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	$name = on_path($res, $name);
 	is($res->{status}, 200, "$name: status 200") or diag(describe($res));
 	is_deeply($res->{json}, $rows, "$name: rows") or diag(describe($res));
 }
@@ -383,11 +389,18 @@ sub expect_rows
 # Asserts an error response: "<status> <code>", the body shape
 # {"error": non-empty, "code", "request_id" = X-Request-Id header} (+ "errors" for parameter
 # errors), with param => 'name', that "errors" names that parameter, and with names => qr/.../,
-# that the message names something (a table, a column). 2, 3 or 4 assertions.
+# that the message names something (a table, a column). 2, 3 or 4 assertions. For an answer of
+# POST /sql from both(), sql => [status, code, %options] is what is asserted instead, where the
+# two paths answer differently by design (a relation outside the allow-list is name_not_allowed).
 sub expect_error
 {
 	my ($self, $res, $status, $code, $name, %o) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	if (($res->{via} // '') eq '/sql')
+	{
+		$name = on_path($res, $name);
+		($status, $code, %o) = @{ $o{sql} } if $o{sql};
+	}
 	my $j = $res->{json};
 	my $got_code = (ref $j eq 'HASH' && defined $j->{code}) ? $j->{code} : '(none)';
 	is("$res->{status} $got_code", "$status $code", "$name: $status $code") or diag(describe($res));
@@ -682,6 +695,142 @@ sub body_without_request_id
 	my %copy = %$j;
 	delete $copy{request_id};
 	return json_encode(\%copy);
+}
+
+# ---------------------------------------------------------------- both paths: /q/{name} and POST /sql
+
+# The governance suites send each call of a saved query a second time, as POST /sql with the saved
+# query's own text and the same query string and body, by the policy's twin: issue 46 asks that
+# every side channel closed for saved queries stay closed for SQL a caller writes. The twin
+# ("<policy>_sql") is a policy of its own because ad-hoc SQL needs a table allow-list and many of
+# the policies these suites test have none. It runs as the policy's role, and right before each
+# call its rules are made the policy's again: its masks, mask_predicates, hash_scope,
+# statement_timeout and write operations, its allow-list (or `tables` while the policy has none),
+# and ad-hoc SQL granted the policy's write operations. A rule a suite changes therefore holds
+# for both paths from the next call, and a twin can never be left behind by a suite that forgot
+# to change it too. One difference is the design's: the hash action's key is derived from the
+# policy's name, so the twin hashes under its own; expected rows are built for $res->{policy}.
+
+# $qg->adhoc_twin('policy', tables => [...]): declares the policy's twin (the policy exists); tables
+# is its allow-list while the policy has none (every relation the suite's statements read; one
+# not created yet joins it once it is).
+sub adhoc_twin
+{
+	my ($self, $policy, %o) = @_;
+	my ($run_as, $superuser) =
+	  split /\|/, $self->sql('SELECT run_as, allow_superuser FROM querygate.policy WHERE name = ' . sql_quote($policy));
+	die "adhoc_twin: no policy $policy" unless defined $superuser;
+	my $twin = { policy => "${policy}_sql", tables => $o{tables} // [] };
+	$twin->{key} = $self->access(policy => $twin->{policy},
+		$superuser eq 't' ? (allow_superuser => 1) : (run_as => $run_as));
+	$self->{twins}{$policy} = $twin;
+	$self->sql(_twin_sync_sql($policy, $twin));
+	return $twin->{policy};
+}
+
+# SQL that makes the twin's rules its policy's, changing nothing that is so already (a change is a
+# catalog change every worker reloads).
+sub _twin_sync_sql
+{
+	my ($policy, $twin) = @_;
+	my $tables = 'ARRAY(SELECT rel FROM unnest(ARRAY[' . join(', ', map { sql_quote($_) } @{ $twin->{tables} })
+	  . ']::text[]) WITH ORDINALITY AS n(name, i), to_regclass(n.name) AS rel WHERE rel IS NOT NULL ORDER BY i)';
+	my ($o, $t) = (sql_quote($policy), sql_quote($twin->{policy}));
+	return <<"SQL";
+DO \$twin\$
+DECLARE
+	o querygate.policy;
+	t querygate.policy;
+	list regclass[];
+	r record;
+BEGIN
+	SELECT * INTO STRICT o FROM querygate.policy WHERE name = $o;
+	SELECT * INTO STRICT t FROM querygate.policy WHERE name = $t;
+	list := coalesce(o.allowed_tables, $tables);
+	IF t.allowed_tables IS DISTINCT FROM list THEN
+		PERFORM querygate.allow_tables(t.name, list);
+	END IF;
+	IF t.write_ops IS DISTINCT FROM o.write_ops THEN
+		PERFORM querygate.grant_writes(t.name, o.write_ops);
+	END IF;
+	IF NOT t.adhoc OR t.adhoc_write_ops IS DISTINCT FROM coalesce(o.write_ops, '{}') THEN
+		PERFORM querygate.grant_adhoc(t.name, write_ops => coalesce(o.write_ops, '{}'));
+	END IF;
+	IF (t.mask_predicates, t.hash_scope, t.statement_timeout)
+	   IS DISTINCT FROM (o.mask_predicates, o.hash_scope, o.statement_timeout) THEN
+		PERFORM querygate.set_policy(t.name, mask_predicates => o.mask_predicates,
+			hash_scope => coalesce(o.hash_scope, ''), statement_timeout => coalesce(o.statement_timeout, '0'));
+	END IF;
+	FOR r IN SELECT pattern FROM querygate.mask_rule WHERE policy = t.name
+	         EXCEPT SELECT pattern FROM querygate.mask_rule WHERE policy = o.name LOOP
+		PERFORM querygate.unmask(t.name, r.pattern);
+	END LOOP;
+	FOR r IN SELECT pattern, action FROM querygate.mask_rule WHERE policy = o.name
+	         EXCEPT SELECT pattern, action FROM querygate.mask_rule WHERE policy = t.name LOOP
+		PERFORM querygate.mask(t.name, r.pattern, r.action, force => true);
+	END LOOP;
+END
+\$twin\$;
+SQL
+}
+
+# $qg->both($method, '/q/<name>?<args>', key => $secret, json => {...}, ...): the call as a suite
+# makes it, then its twin: POST /sql?<args> with {"sql": the saved query's text} and the same body
+# fields, with the key of the policy's twin. The key must be one access() made, of a policy with
+# a twin. between => sub {...} runs between the two calls (to put back what a write changed, so
+# the second call meets what the first did). Returns (the saved query's answer, the statement's),
+# each with {via} ('/q' or '/sql'), {policy} (whose answer it is) and {took} (its seconds);
+# expect_rows and expect_error say which in their names, and same_answer compares the two.
+sub both
+{
+	my ($self, $method, $path, %o) = @_;
+	my ($name, $args) = $path =~ m{^/q/([^/?]+)(\?.*)?\z} or die "both: not a saved query's path: $path";
+	my $policy = $self->{policy_of_key}{ $o{key} // '' } // die "both: a key that access() made";
+	my $twin = $self->{twins}{$policy} // die "both: policy $policy has no twin (adhoc_twin)";
+	my $text = $self->sql(_twin_sync_sql($policy, $twin)
+		  . 'SELECT to_json(sql) FROM querygate.saved_query WHERE name = ' . sql_quote($name));
+	die "both: no saved query $name" unless length $text;
+	my $between = delete $o{between};
+	my $t0 = time();
+	my $saved = $self->request($method, $path, %o);
+	@$saved{qw(via policy took)} = ('/q', $policy, time() - $t0);
+	$between->() if $between;
+	$t0 = time();
+	my $adhoc = $self->request('POST', '/sql' . ($args // ''), %o, key => $twin->{key},
+		json => { %{ $o{json} // {} }, sql => json_decode($text) });
+	@$adhoc{qw(via policy took)} = ('/sql', $twin->{policy}, time() - $t0);
+	return ($saved, $adhoc);
+}
+
+# Asserts that both()'s two answers are one: the same status and, for a 200, the same rows (the
+# same body when it is not JSON), else the same error code. 1 assertion.
+sub same_answer
+{
+	my ($self, $saved, $adhoc, $name) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $what = sub {
+		my ($res) = @_;
+		my $j = $res->{json};
+		return [ $res->{status}, $res->{status} == 200 ? ($j // $res->{content}) : ref $j eq 'HASH' ? $j->{code} : undef ];
+	};
+	is_deeply($what->($adhoc), $what->($saved), "$name: POST /sql answers as the saved query does")
+	  or diag('/q: ' . describe($saved) . "\n/sql: " . describe($adhoc));
+}
+
+# A test's name for an answer of both(): as it is for /q, with " (POST /sql)" for the statement's.
+sub on_path
+{
+	my ($res, $name) = @_;
+	return ($res->{via} // '') eq '/sql' ? "$name (POST /sql)" : $name;
+}
+
+sub get_both { my ($self, $path, %o) = @_; return $self->both('GET', $path, %o); }
+
+# post_both($path, $perl_body, %o), as post().
+sub post_both
+{
+	my ($self, $path, $body, %o) = @_;
+	return $self->both('POST', $path, (defined $body ? (json => $body) : ()), %o);
 }
 
 # ---------------------------------------------------------------- JWT

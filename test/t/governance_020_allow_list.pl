@@ -4,6 +4,11 @@
 # FROM, DML targets, UPDATE ... FROM, DELETE ... USING, RETURNING and data-modifying CTEs: each is
 # 403 table_not_allowed naming the table, and a refused write changes nothing. grant_query refuses
 # a query outside the list (42501); a list changed after granting applies to the next call.
+# Every call is also sent as POST /sql with the query's text, by a twin of its policy granted
+# ad-hoc SQL with the same list and writes (QuerygateTest::both): it answers alike, except that a
+# relation outside the list is 403 name_not_allowed there (naming nothing, as a name of nothing
+# is answered), and that the twin of a policy without a list has one of every relation here
+# (ad-hoc SQL needs one), which leaves the system catalog out.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -103,73 +108,87 @@ $qg->sql(q{
 });
 is($qg->sql(q{SELECT allowed_tables::text FROM querygate.policies WHERE name = 'limited'}), '{accounts,branches}',
 	'the policies view shows the list');
+$qg->adhoc_twin($_, tables => [qw(accounts branches secrets v_secrets v_accounts)]) for qw(limited wide);
+# Through POST /sql, what the list leaves out is a name not allowed.
+my @unlisted = (sql => [ 403, 'name_not_allowed' ]);
 
 # --- what the list allows works
-my $res = $qg->post('/q/ok_join?id=3', undef, key => $limited);
-$qg->expect_rows($res, [ { aid => 3, bname => 'north' } ], 'a join of two listed tables');
-$res = $qg->post('/q/ok_update?id=3', undef, key => $limited);
-$qg->expect_rows($res, [ { aid => 3, abalance => 301 } ], 'an UPDATE ... RETURNING of a listed table');
+$qg->expect_rows($_, [ { aid => 3, bname => 'north' } ], 'a join of two listed tables')
+  for $qg->post_both('/q/ok_join?id=3', undef, key => $limited);
+$qg->expect_rows($_, [ { aid => 3, abalance => 301 } ], 'an UPDATE ... RETURNING of a listed table')
+  for $qg->post_both('/q/ok_update?id=3', undef, key => $limited,
+	between => sub { $qg->sql('UPDATE accounts SET abalance = 300 WHERE aid = 3') });
 
 # --- every escape is refused, naming the table
 for my $e (@escapes)
 {
 	my ($name, $sql, $table) = @$e;
-	$res = $qg->post("/q/$name?id=2", undef, key => $limited);
-	$qg->expect_error($res, 403, 'table_not_allowed', $name, names => qr/\Q$table\E\b/);
+	$qg->expect_error($_, 403, 'table_not_allowed', $name, names => qr/\Q$table\E\b/, @unlisted)
+	  for $qg->post_both("/q/$name?id=2", undef, key => $limited);
 }
 for my $e (@write_escapes)
 {
 	my ($name, $sql, $table, $check) = @$e;
 	my $before = $qg->sql($check);
-	$res = $qg->post("/q/$name?id=2", undef, key => $limited);
-	$qg->expect_error($res, 403, 'table_not_allowed', $name, names => qr/\Q$table\E\b/);
-	is($qg->sql($check), $before, "$name: nothing changed in the database ($check)");
+	$qg->expect_error($_, 403, 'table_not_allowed', $name, names => qr/\Q$table\E\b/, @unlisted)
+	  for $qg->post_both("/q/$name?id=2", undef, key => $limited);
+	is($qg->sql($check), $before, "$name: nothing changed in the database by either path ($check)");
 }
 is($qg->sql('SELECT abalance FROM accounts WHERE aid = 2'), '200', 'account 2 untouched by every refused write');
 
 # --- the same queries run for a policy without a list: the refusals were the list's
 for my $e (@escapes)
 {
-	$res = $qg->post("/q/$e->[0]?id=2", undef, key => $wide);
-	is($res->{status}, 200, "$e->[0]: 200 for a policy without a list") or diag(QuerygateTest::describe($res));
+	my ($saved, $adhoc) = $qg->post_both("/q/$e->[0]?id=2", undef, key => $wide);
+	is($saved->{status}, 200, "$e->[0]: 200 for a policy without a list") or diag(QuerygateTest::describe($saved));
+	if ($e->[0] eq 'system_catalog')
+	{
+		$qg->expect_error($adhoc, 403, 'name_not_allowed', "$e->[0]: the twin's list holds no catalog");
+	}
+	else
+	{
+		$qg->same_answer($saved, $adhoc, "$e->[0] for a policy without a list");
+	}
 }
-$res = $qg->post('/q/sublink_select_list?id=2', undef, key => $wide);
-$qg->expect_rows($res, [ { aid => 2, s => 'secret-2' } ], 'sublink_select_list reads secrets when unlisted');
+$qg->expect_rows($_, [ { aid => 2, s => 'secret-2' } ], 'sublink_select_list reads secrets when unlisted')
+  for $qg->post_both('/q/sublink_select_list?id=2', undef, key => $wide);
 for my $e (@write_escapes)
 {
 	next if $e->[0] =~ /^insert_(target|into_view)$/;    # those insert whatever the id
-	$res = $qg->post("/q/$e->[0]?id=0", undef, key => $wide);
-	is($res->{status}, 200, "$e->[0]: 200 for a policy without a list (matching no row)")
-	  or diag(QuerygateTest::describe($res));
+	my ($saved, $adhoc) = $qg->post_both("/q/$e->[0]?id=0", undef, key => $wide);
+	is($saved->{status}, 200, "$e->[0]: 200 for a policy without a list (matching no row)")
+	  or diag(QuerygateTest::describe($saved));
+	$qg->same_answer($saved, $adhoc, "$e->[0] for a policy without a list (matching no row)");
 }
 
 # --- a listed view is allowed without its base table; a view over a listed table is not
 $qg->sql(q{SELECT querygate.allow_tables('limited', '{accounts,branches,v_secrets}')});
-$res = $qg->post('/q/view_unlisted?id=4', undef, key => $limited);
-$qg->expect_rows($res, [ { id => 4, secret => 'secret-4' } ], 'a listed view over an unlisted table');
-$res = $qg->post('/q/sublink_view?id=4', undef, key => $limited);
-$qg->expect_rows($res, [ { aid => 4 } ], 'a listed view in a sublink');
-$res = $qg->post('/q/join?id=4', undef, key => $limited);
-$qg->expect_error($res, 403, 'table_not_allowed', 'its base table read directly is still refused',
-	names => qr/public\.secrets\b/);
-$res = $qg->post('/q/view_over_listed_table?id=4', undef, key => $limited);
-$qg->expect_error($res, 403, 'table_not_allowed', 'a view is judged as itself, not by its (listed) base table',
-	names => qr/public\.v_accounts\b/);
+$qg->expect_rows($_, [ { id => 4, secret => 'secret-4' } ], 'a listed view over an unlisted table')
+  for $qg->post_both('/q/view_unlisted?id=4', undef, key => $limited);
+$qg->expect_rows($_, [ { aid => 4 } ], 'a listed view in a sublink')
+  for $qg->post_both('/q/sublink_view?id=4', undef, key => $limited);
+$qg->expect_error($_, 403, 'table_not_allowed', 'its base table read directly is still refused',
+	names => qr/public\.secrets\b/, @unlisted)
+  for $qg->post_both('/q/join?id=4', undef, key => $limited);
+$qg->expect_error($_, 403, 'table_not_allowed', 'a view is judged as itself, not by its (listed) base table',
+	names => qr/public\.v_accounts\b/, @unlisted)
+  for $qg->post_both('/q/view_over_listed_table?id=4', undef, key => $limited);
 
 # --- a list changed after granting is enforced on the next call
-$res = $qg->post('/q/ok_join?id=6', undef, key => $limited);
-$qg->expect_rows($res, [ { aid => 6, bname => 'south' } ], 'ok_join before the list changes');
+$qg->expect_rows($_, [ { aid => 6, bname => 'south' } ], 'ok_join before the list changes')
+  for $qg->post_both('/q/ok_join?id=6', undef, key => $limited);
 $qg->sql(q{SELECT querygate.allow_tables('limited', '{accounts}')});
-$res = $qg->post('/q/ok_join?id=6', undef, key => $limited);
-$qg->expect_error($res, 403, 'table_not_allowed', 'ok_join once branches left the list', names => qr/public\.branches\b/);
+$qg->expect_error($_, 403, 'table_not_allowed', 'ok_join once branches left the list', names => qr/public\.branches\b/,
+	@unlisted)
+  for $qg->post_both('/q/ok_join?id=6', undef, key => $limited);
 $qg->sql(q{SELECT querygate.allow_tables('limited', '{branches,accounts}')});
-$res = $qg->post('/q/ok_join?id=6', undef, key => $limited);
-$qg->expect_rows($res, [ { aid => 6, bname => 'south' } ], 'ok_join once branches is back');
+$qg->expect_rows($_, [ { aid => 6, bname => 'south' } ], 'ok_join once branches is back')
+  for $qg->post_both('/q/ok_join?id=6', undef, key => $limited);
 
 # A rolled-back change never reaches the workers.
 $qg->sql(q{BEGIN; SELECT querygate.allow_tables('limited', '{accounts}'); ROLLBACK;});
-$res = $qg->post('/q/ok_join?id=6', undef, key => $limited);
-$qg->expect_rows($res, [ { aid => 6, bname => 'south' } ], 'a rolled-back allow_tables changes nothing');
+$qg->expect_rows($_, [ { aid => 6, bname => 'south' } ], 'a rolled-back allow_tables changes nothing')
+  for $qg->post_both('/q/ok_join?id=6', undef, key => $limited);
 
 # --- grant_query refuses a query outside the list
 $qg->sql(q{
@@ -180,30 +199,35 @@ my $err = sql_error($qg, q{SELECT querygate.grant_query('limited', 'late_secret'
 like($err, qr/^42501 .*secrets/, 'grant_query of a query reading an unlisted table: 42501 naming it') or diag($err);
 is($qg->sql(q{SELECT count(*) FROM querygate.query_grant WHERE policy = 'limited' AND query = 'late_secret'}), '0',
 	'the refused grant left no row');
-$res = $qg->post('/q/late_secret?id=1', undef, key => $limited);
-$qg->expect_error($res, 404, 'query_not_found', 'the query whose grant was refused');
+# Its text sent as SQL is refused as well: the list, not the grant, keeps secrets out.
+$qg->expect_error($_, 404, 'query_not_found', 'the query whose grant was refused', sql => [ 403, 'name_not_allowed' ])
+  for $qg->post_both('/q/late_secret?id=1', undef, key => $limited);
 $err = sql_error($qg, q{SELECT querygate.grant_query('limited', 'view_over_listed_table')});
 like($err, qr/^42501 .*v_accounts/, 'grant_query of a view over a listed table: 42501 naming the view') or diag($err);
 is(sql_error($qg, q{SELECT querygate.grant_query('limited', 'late_ok')}), 'no error',
 	'grant_query of a query inside the list');
-$res = $qg->post('/q/late_ok?id=2', undef, key => $limited);
-$qg->expect_rows($res, [ { bname => 'south' } ], 'the query granted inside the list');
+$qg->expect_rows($_, [ { bname => 'south' } ], 'the query granted inside the list')
+  for $qg->post_both('/q/late_ok?id=2', undef, key => $limited);
 
 # explain says why.
 is( $qg->sql(q{SELECT querygate.explain('limited', 'lateral')->'refused'->>'code'}), 'table_not_allowed',
 	'explain: the lateral escape is refused with table_not_allowed');
 
-# --- NULL removes the list
+# --- NULL removes the list (the twin's is then every relation here)
 $qg->sql(q{SELECT querygate.allow_tables('limited', NULL)});
-$res = $qg->post('/q/cte?id=5', undef, key => $limited);
-$qg->expect_rows($res, [ { aid => 5, secret => 'secret-5' } ], 'after allow_tables(NULL) the CTE query runs');
-$res = $qg->post('/q/dml_cte_delete?id=10', undef, key => $limited);
-$qg->expect_rows($res, [ { n => 1 } ], 'after allow_tables(NULL) the data-modifying CTE runs');
-is($qg->sql('SELECT count(*) FROM secrets WHERE id = 10'), '0', 'and it deleted the row');
+$qg->expect_rows($_, [ { aid => 5, secret => 'secret-5' } ], 'after allow_tables(NULL) the CTE query runs')
+  for $qg->post_both('/q/cte?id=5', undef, key => $limited);
+$qg->expect_rows($_, [ { n => 1 } ], 'after allow_tables(NULL) the data-modifying CTE runs')
+  for $qg->post_both('/q/dml_cte_delete?id=10', undef, key => $limited,
+	between => sub {
+		is($qg->sql('SELECT count(*) FROM secrets WHERE id = 10'), '0', 'the saved query deleted the row');
+		$qg->sql(q{INSERT INTO secrets VALUES (10, 'secret-10')});
+	});
+is($qg->sql('SELECT count(*) FROM secrets WHERE id = 10'), '0', 'and the statement deleted it again');
 
 # An empty list allows nothing.
 $qg->sql(q{SELECT querygate.allow_tables('limited', '{}')});
-$res = $qg->post('/q/late_ok?id=2', undef, key => $limited);
-$qg->expect_error($res, 403, 'table_not_allowed', 'an empty list', names => qr/public\.branches\b/);
+$qg->expect_error($_, 403, 'table_not_allowed', 'an empty list', names => qr/public\.branches\b/, @unlisted)
+  for $qg->post_both('/q/late_ok?id=2', undef, key => $limited);
 
 done_testing();

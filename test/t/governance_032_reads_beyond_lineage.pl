@@ -5,7 +5,13 @@
 # the statistics that hold copies of column values (pg_stats' histogram bounds and most common
 # values; pg_stats_ext reads the same kind of copies, and shows only a table owner's) are refused:
 # 403 mask_unresolvable. A policy without the rule still
-# gets the answer, so each refusal is the rule's and not a failure.
+# gets the answer, so each refusal is the rule's and not a failure. Every call is also sent as
+# POST /sql with the query's text, by a twin of its policy with the same rules, granted ad-hoc SQL
+# (QuerygateTest::both; the twin of a policy without a list has one of the three tables). There
+# each read is refused whatever the policy, and by design before the policy's rules are asked:
+# a built-in that reads the database is function_not_allowed, a table named by a text (a regclass)
+# and the statistics views are name_not_allowed, and a user-defined function that reads is
+# table_not_allowed under the list every twin has.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -50,19 +56,36 @@ my $open = $qg->access(policy => 'open', run_as => 'rb_reader', queries => [ @re
 my $masked = $qg->access(policy => 'masked', run_as => 'rb_reader', queries => [ 'histogram', 'mcv', 'plain' ],
 	setup => q{SELECT querygate.mask('masked', 'rb_accounts.balance', 'hash', force => true);
 	            SELECT querygate.mask('masked', 'rb_accounts.tier', 'hash', force => true);});
+$qg->adhoc_twin($_, tables => [qw(rb_public rb_secret rb_accounts)]) for qw(listed listed_masked open masked);
+# What POST /sql answers each read, whatever the policy: 403 and [code, options of expect_error].
+my %adhoc = (
+	via_xml => [ 'function_not_allowed', names => qr/query_to_xml\(\)/ ],
+	via_table_xml => ['name_not_allowed'],
+	via_ts_rewrite => [ 'function_not_allowed', names => qr/ts_rewrite\(\)/ ],
+	via_sql_fn => [ 'table_not_allowed', names => qr/calls rb_peek\(\), which can read any table/ ],
+	via_plpgsql_fn => [ 'table_not_allowed', names => qr/calls rb_peek_pl\(\), which can read any table/ ],
+	histogram => ['name_not_allowed'],
+	mcv => ['name_not_allowed'],
+);
 
 # --- the allow-list
-$qg->expect_rows($qg->get('/q/plain', key => $listed), [ { label => 'one' } ], 'the allow-list admits its table');
+$qg->expect_rows($_, [ { label => 'one' } ], 'the allow-list admits its table') for $qg->get_both('/q/plain', key => $listed);
 for my $name (@reads)
 {
-	my $res = $qg->get("/q/$name", key => $open);
-	is($res->{status}, 200, "$name without an allow-list: 200") or diag(QuerygateTest::describe($res));
-	like($res->{content}, qr/the-secret/, "$name without an allow-list reads rb_secret");
+	my ($saved, $adhoc) = $qg->get_both("/q/$name", key => $open);
+	is($saved->{status}, 200, "$name without an allow-list: 200") or diag(QuerygateTest::describe($saved));
+	like($saved->{content}, qr/the-secret/, "$name without an allow-list reads rb_secret");
+	my ($code, @o) = @{ $adhoc{$name} };
+	$qg->expect_error($adhoc, 403, $code, "$name without an allow-list", @o);
+	unlike($adhoc->{content} // '', qr/the-secret/, "$name without an allow-list (POST /sql): the secret is not in the answer");
 	for my $p ([ listed => $listed ], [ listed_masked => $listed_masked ])
 	{
-		$res = $qg->get("/q/$name", key => $p->[1]);
-		$qg->expect_error($res, 403, 'table_not_allowed', "$name under policy $p->[0]", names => qr/can read any table/);
-		unlike($res->{content} // '', qr/the-secret/, "$name under policy $p->[0]: the secret is not in the answer");
+		for my $res ($qg->get_both("/q/$name", key => $p->[1]))
+		{
+			$qg->expect_error($res, 403, 'table_not_allowed', "$name under policy $p->[0]", names => qr/can read any table/,
+				sql => [ 403, @{ $adhoc{$name} } ]);
+			unlike($res->{content} // '', qr/the-secret/, on_path($res, "$name under policy $p->[0]: the secret is not in the answer"));
+		}
 	}
 }
 # grant_query refuses such a query up front, naming the function.
@@ -76,15 +99,20 @@ like(sql_error($qg, q{SELECT querygate.grant_query('listed', 'via_sql_fn')}), qr
 # --- statistics under masking
 for my $name (qw(histogram mcv))
 {
-	my $res = $qg->get("/q/$name", key => $open);
-	is($res->{status}, 200, "$name without masks: 200") or diag(QuerygateTest::describe($res));
-	like($res->{content}, qr/10\d\d/, "$name without masks holds the values in clear");
-	$res = $qg->get("/q/$name", key => $masked);
-	$qg->expect_error($res, 403, 'mask_unresolvable', "$name under a policy that masks the columns",
-		names => qr/pg_statistic/);
-	# The request id is random hex, which can hold four digits too: it is left out.
-	unlike(body_without_request_id($res), qr/10\d\d/, "$name under the masking policy: no value in the answer");
+	my ($saved, $adhoc) = $qg->get_both("/q/$name", key => $open);
+	is($saved->{status}, 200, "$name without masks: 200") or diag(QuerygateTest::describe($saved));
+	like($saved->{content}, qr/10\d\d/, "$name without masks holds the values in clear");
+	my ($code, @o) = @{ $adhoc{$name} };
+	$qg->expect_error($adhoc, 403, $code, "$name without masks", @o);
+	for my $res ($qg->get_both("/q/$name", key => $masked))
+	{
+		$qg->expect_error($res, 403, 'mask_unresolvable', "$name under a policy that masks the columns",
+			names => qr/pg_statistic/, sql => [ 403, @{ $adhoc{$name} } ]);
+		# The request id is random hex, which can hold four digits too: it is left out.
+		unlike(body_without_request_id($res), qr/10\d\d/, on_path($res, "$name under the masking policy: no value in the answer"));
+	}
 }
-$qg->expect_rows($qg->get('/q/plain', key => $masked), [ { label => 'one' } ], 'the masking policy still answers its other queries');
+$qg->expect_rows($_, [ { label => 'one' } ], 'the masking policy still answers its other queries')
+  for $qg->get_both('/q/plain', key => $masked);
 
 done_testing();

@@ -5,6 +5,8 @@
 # the ends it names and *** alone when that would hide nothing; characters are counted, not bytes;
 # the blanks that pad a char(n) are never shown (so neither is its length); a value of another
 # type is null. JSON, CSV and TSV agree; /catalog and /openapi.json say what each column shows.
+# Every call is also sent as POST /sql with the query's text, by a twin of the policy with the same
+# rules, granted ad-hoc SQL (QuerygateTest::both), and answers alike in every format.
 use strict;
 use warnings;
 use utf8;
@@ -39,6 +41,7 @@ my $key = $qg->access(policy => 'ma', run_as => 'ma_reader', queries => ['contac
 		SELECT querygate.mask('ma', 'ma_contacts.nick', 'partial(3,3)', force => true);
 		SELECT querygate.mask('ma', '*.nick', 'mask', force => true);
 	});
+$qg->adhoc_twin('ma', tables => [qw(ma_contacts ma_homes)]);
 
 my $want = [
 	{ id => 1, email => 'j***@example.com', dsn => 'p***', card => '41***1111', code => 'A***12',
@@ -50,27 +53,36 @@ my $want = [
 	{ id => 4, email => undef, dsn => undef, card => undef, code => undef, tag => undef, pin => undef,
 	  nick => undef },
 ];
-my $res = $qg->get('/q/contacts', key => $key);
-$qg->expect_rows($res, $want, 'JSON');
-my @got = @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] };
-is($got[0]{dsn}, 'p***', 'mask: a connection string with a password shows neither host nor password');
-is($got[1]{email}, 'a***', 'mask_email: text with an @ that is no e-mail address shows no part after it');
-is($got[0]{card}, '41***1111', 'partial(2,4): a card number keeps its ends');
-is($got[1]{card}, '***', 'partial(2,4): five characters, nothing would be hidden: *** alone');
-is($got[0]{code}, 'A***12', "partial(1,2): char(10) 'AB12' is four characters, its padding not shown");
-is($got[2]{code}, '***', 'partial(1,2): a blank char(10) is *** alone');
-is($got[1]{code}, 'A***IJ', 'partial(1,2): a char(10) filled to its length');
-is($got[0]{tag}, 'hé***ld', 'partial(2,2): characters, not bytes, are counted');
-is($got[1]{tag}, 'ab***cd', 'partial(2,2): a three-byte character in the middle is hidden whole');
+for my $res ($qg->get_both('/q/contacts', key => $key))
+{
+	$qg->expect_rows($res, $want, 'JSON');
+	my @got = @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] };
+	my $is = sub { my ($got, $want, $name) = @_; is($got, $want, on_path($res, $name)); };
+	$is->($got[0]{dsn}, 'p***', 'mask: a connection string with a password shows neither host nor password');
+	$is->($got[1]{email}, 'a***', 'mask_email: text with an @ that is no e-mail address shows no part after it');
+	$is->($got[0]{card}, '41***1111', 'partial(2,4): a card number keeps its ends');
+	$is->($got[1]{card}, '***', 'partial(2,4): five characters, nothing would be hidden: *** alone');
+	$is->($got[0]{code}, 'A***12', "partial(1,2): char(10) 'AB12' is four characters, its padding not shown");
+	$is->($got[2]{code}, '***', 'partial(1,2): a blank char(10) is *** alone');
+	$is->($got[1]{code}, 'A***IJ', 'partial(1,2): a char(10) filled to its length');
+	$is->($got[0]{tag}, 'hé***ld', 'partial(2,2): characters, not bytes, are counted');
+	$is->($got[1]{tag}, 'ab***cd', 'partial(2,2): a three-byte character in the middle is hidden whole');
+}
 
 # The same in CSV and TSV.
 my @cols = qw(id email dsn card code tag pin nick);
-my $csv = parse_answer('csv', $qg->get('/q/contacts?format=csv', key => $key)->{content});
-is_deeply($csv, [ \@cols, map { my $r = $_; [ map { defined $r->{$_} ? "$r->{$_}" : '' } @cols ] } @$want ],
-	'CSV: the same values, NULL empty');
-my $tsv = parse_answer('tsv', $qg->get('/q/contacts?format=tsv', key => $key)->{content});
-is_deeply([ @$tsv[ 1 .. 4 ] ], [ map { my $r = $_; [ map { defined $r->{$_} ? "$r->{$_}" : undef } @cols ] } @$want ],
-	'TSV: the same values, NULL as \\N');
+for my $res ($qg->get_both('/q/contacts?format=csv', key => $key))
+{
+	is_deeply(parse_answer('csv', $res->{content}),
+		[ \@cols, map { my $r = $_; [ map { defined $r->{$_} ? "$r->{$_}" : '' } @cols ] } @$want ],
+		on_path($res, 'CSV: the same values, NULL empty'));
+}
+for my $res ($qg->get_both('/q/contacts?format=tsv', key => $key))
+{
+	my $tsv = parse_answer('tsv', $res->{content});
+	is_deeply([ @$tsv[ 1 .. 4 ] ], [ map { my $r = $_; [ map { defined $r->{$_} ? "$r->{$_}" : undef } @cols ] } @$want ],
+		on_path($res, 'TSV: the same values, NULL as \\N'));
+}
 
 # What the caller is told each column shows.
 my $catalog = $qg->get('/catalog', key => $key)->{json};
@@ -95,12 +107,13 @@ $qg->sql(q{
 	SELECT querygate.save_query('home', 'SELECT id, addr FROM ma_homes');
 });
 $qg->access(policy => 'ma', queries => [qw(home_zip home)], key => undef);
-$qg->expect_rows($qg->get('/q/home_zip', key => $key), [ { id => 1, zip => '90210' } ],
-	'a field of a composite before its column is masked');
+$qg->expect_rows($_, [ { id => 1, zip => '90210' } ], 'a field of a composite before its column is masked')
+  for $qg->get_both('/q/home_zip', key => $key);
 $qg->sql(q{SELECT querygate.mask('ma', 'ma_homes.addr', 'mask', force => true)});
-$qg->expect_error($qg->get('/q/home_zip', key => $key), 403, 'mask_expression',
-	'a field of a masked composite column', names => qr/a field of a composite value/);
-$qg->expect_rows($qg->get('/q/home', key => $key), [ { id => 1, addr => undef } ],
-	'the masked composite column itself: null, as mask makes any value that is not text');
+$qg->expect_error($_, 403, 'mask_expression', 'a field of a masked composite column', names => qr/a field of a composite value/)
+  for $qg->get_both('/q/home_zip', key => $key);
+$qg->expect_rows($_, [ { id => 1, addr => undef } ],
+	'the masked composite column itself: null, as mask makes any value that is not text')
+  for $qg->get_both('/q/home', key => $key);
 
 done_testing();

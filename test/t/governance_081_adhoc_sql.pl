@@ -2,12 +2,12 @@
 # queries are. Who may (403 sql_not_allowed otherwise); the body; one statement of a saved
 # query's kinds (400 invalid_sql, with PostgreSQL's message); names outside the allow-list and
 # names of nothing answered alike (403 name_not_allowed, byte for byte but the request id),
-# reg* lookups and catalogs included; built-ins that read the catalogs or settings refused
-# (403 function_not_allowed) while the clock, formatting and immutable functions run; writes
-# only with the grant's own write operations; masks, parameters, formats, paging and exports as
-# for /q/{name}; work_mem and temp_file_limit of the server's for SQL; statements kept per worker within querygate.adhoc_cache_size; the run history's
-# record of each call (kind 'sql', its statement as querygate.history_sql keeps it); and a change
-# of the policy seen by the next call.
+# reg* lookups, catalogs and a table's row type included; built-ins that read the catalogs or
+# settings refused (403 function_not_allowed) while the clock, formatting and immutable functions
+# run; writes only with the grant's own write operations; masks, parameters, formats, paging and
+# exports as for /q/{name}; the server's work_mem and temp_file_limit for SQL; statements kept per
+# worker within querygate.adhoc_cache_size; the run history's record of each call (kind 'sql', its
+# statement as querygate.history_sql keeps it); and a change of the policy seen by the next call.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -93,6 +93,10 @@ my @names = (
 		q{SELECT pg_relation_size('nosuchx') AS n} ],
 	[ 'regrole of a role', q{SELECT 'adhoc_reader'::regrole AS r}, 'regrole of nothing', q{SELECT 'nobody_at_al'::regrole AS r} ],
 	[ 'regclass as a function', q{SELECT regclass('secrets') AS r}, 'of nothing', q{SELECT regclass('nosuchx') AS r} ],
+	[ "a table's row type", 'SELECT NULL::secrets AS r', 'the type of nothing', 'SELECT NULL::nosuchx AS r' ],
+	[ "an array of a table's row type", 'SELECT NULL::secrets[] AS r', 'an array of nothing', 'SELECT NULL::nosuchx[] AS r' ],
+	[ "a column of a table's row type", 'SELECT (NULL::secrets).secret AS r', "a column of nothing's",
+		'SELECT (NULL::nosuchx).secret AS r' ],
 );
 for my $n (@names)
 {
