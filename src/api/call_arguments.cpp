@@ -83,6 +83,15 @@ long prefer_timeout(const HttpRequest &request)
     return 0;
 }
 
+CallParam param_of(const std::string &name, const json_body::Value &value)
+{
+    CallParam p;
+    p.name = name;
+    p.is_null = value.kind == json_body::Value::Kind::null;
+    p.value = value.text;
+    return p;
+}
+
 ApiError invalid_stream(const char *why)
 {
     return api_errors::make(error_code::invalid_stream, why);
@@ -132,15 +141,8 @@ ApiError from_json_body(const std::string &body, CallRequest &call, bool &format
             if (value.kind != Kind::object)
                 return api_errors::make(error_code::invalid_body,
                                         "\"params\" must be a JSON object");
-            for (const auto &[name, v] : value.members) {
-                // Every kind reaches the parameter's input function as text: numbers as written,
-                // strings decoded, objects and arrays as JSON text; null is SQL NULL.
-                CallParam p;
-                p.name = name;
-                p.is_null = v.kind == Kind::null;
-                p.value = v.text;
-                call.params.push_back(std::move(p));
-            }
+            for (const auto &[name, v] : value.members)
+                call.params.push_back(param_of(name, v));
         } else if (paging_args::is_paging(field)) {
             if (ApiError e = paging_args::from_json(field, value, call); e.set())
                 return e;

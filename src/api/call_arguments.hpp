@@ -6,6 +6,7 @@
 #include "common/api_error.hpp"
 #include "common/call.hpp"
 #include "http/http_types.hpp"
+#include "http/json_body.hpp"
 
 #include <string>
 
@@ -31,6 +32,11 @@ ApiError from_json_body(const std::string &body, CallRequest &call, bool &format
 // body's (takes_sql as above), which win; the format from ?format= or the body, else Accept (406
 // when none is ours); the timeout from ?timeout= or the body, else Prefer.
 ApiError from_request(const HttpRequest &request, CallRequest &call, bool takes_sql = false);
+
+// A parameter as a JSON body or an MCP tool's arguments give it: every kind reaches the
+// parameter's input function as text (numbers as written, strings decoded, objects and arrays as
+// their JSON text); null is SQL NULL.
+CallParam param_of(const std::string &name, const json_body::Value &value);
 
 // 400 invalid_stream, for `why`.
 ApiError invalid_stream(const char *why);

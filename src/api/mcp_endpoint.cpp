@@ -1,11 +1,14 @@
 // POST /mcp: see mcp_endpoint.hpp.
 #include "api/mcp_endpoint.hpp"
 
+#include "api/call_arguments.hpp"
 #include "common/settings.hpp"
 #include "http/error_body.hpp"
 #include "api/limit_headers.hpp"
 #include "http/mcp.hpp"
 #include "http/paging_args.hpp"
+#include "http/schema_document.hpp"
+#include "http/sql_tools.hpp"
 
 namespace {
 
@@ -20,6 +23,67 @@ ApiError refused_presented(const ApiError &error)
     if (out.status == 401)
         out.status = 403;
     return out;
+}
+
+ApiError invalid_arguments(const std::string &message)
+{
+    return api_errors::make(error_code::invalid_body, message);
+}
+
+ApiError unknown_argument(const std::string &tool, const std::string &name, const char *takes)
+{
+    ApiError e = invalid_arguments("unknown argument of " + tool);
+    e.errors.emplace_back(name, std::string("unknown argument; ") + tool + " takes " + takes);
+    return e;
+}
+
+// execute_sql's arguments, as POST /sql's body gives the same: the statement, its placeholders'
+// values, and the page.
+ApiError execute_sql_arguments(const json_body::Value *args, CallRequest &call)
+{
+    using Kind = json_body::Value::Kind;
+    static const json_body::Value none;
+    for (const auto &[name, v] : (args != nullptr ? *args : none).members) {
+        if (name == "sql") {
+            if (v.kind != Kind::string)
+                return invalid_arguments("\"sql\" must be a string: the statement");
+            call.sql = v.text;
+        } else if (name == "params") {
+            if (v.kind != Kind::object)
+                return invalid_arguments("\"params\" must be an object");
+            for (const auto &[param, value] : v.members)
+                call.params.push_back(call_arguments::param_of(param, value));
+        } else if (paging_args::is_paging(name)) {
+            if (ApiError e = paging_args::from_json(name, v, call); e.set())
+                return e;
+        } else {
+            return unknown_argument(sql_tools::execute_sql, name,
+                                    "sql, params, page and page_size");
+        }
+    }
+    if (call.sql.find_first_not_of(" \t\r\n") == std::string::npos)
+        return invalid_arguments("\"sql\" holds the statement, and it is missing or empty");
+    return ApiError();
+}
+
+// describe_table's table (`table` set), or list_tables' nothing (`table` null).
+ApiError schema_arguments(const std::string &tool, const json_body::Value *args, std::string *table)
+{
+    static const json_body::Value none;
+    bool named = false;
+    for (const auto &[name, v] : (args != nullptr ? *args : none).members) {
+        if (table == nullptr)
+            return unknown_argument(tool, name, "none");
+        if (name != "table")
+            return unknown_argument(tool, name, "table");
+        if (v.kind != json_body::Value::Kind::string)
+            return invalid_arguments("\"table\" must be a string: a table's name");
+        *table = v.text;
+        named = true;
+    }
+    if (table != nullptr && !named)
+        return invalid_arguments("\"table\" names the table to describe, and it is missing");
+    return ApiError();
 }
 
 } // namespace
@@ -126,6 +190,15 @@ McpEndpoint::ToolOutcome McpEndpoint::call_tool(Exchange &ex, const std::string 
                                                 const json_body::Value *args,
                                                 const std::string &rpc_id)
 {
+    if (sql_tools::is_sql_tool(name)) {
+        // Not a call of a query of that name (nothing is traced under it) unless the caller's
+        // policy grants one: such a query keeps its name (sql_tools.hpp).
+        CallRequest call = path_.start_call(ex, std::string());
+        if (path_.refused_without_credentials(ex, call))
+            return ToolOutcome::refused;
+        if (schemas_.sql_tool(call, name))
+            return call_sql_tool(ex, call, name, args, rpc_id);
+    }
     CallRequest call = path_.start_call(ex, name);
     if (path_.refused_without_credentials(ex, call))
         return ToolOutcome::refused;
@@ -140,11 +213,7 @@ McpEndpoint::ToolOutcome McpEndpoint::call_tool(Exchange &ex, const std::string 
                 continue;
             }
             // As a POST body's "params": every kind reaches the input function as text.
-            CallParam p;
-            p.name = param;
-            p.is_null = v.kind == json_body::Value::Kind::null;
-            p.value = v.text;
-            call.params.push_back(std::move(p));
+            call.params.push_back(call_arguments::param_of(param, v));
         }
     if (paging.set()) {
         CallResult refused;
@@ -158,6 +227,35 @@ McpEndpoint::ToolOutcome McpEndpoint::call_tool(Exchange &ex, const std::string 
         // made when the result is back (answer_later).
         return ToolOutcome::answered;
     }
+    return tool_answer(result, rpc_id, ex.response, ex.id);
+}
+
+McpEndpoint::ToolOutcome McpEndpoint::call_sql_tool(Exchange &ex, CallRequest &call,
+                                                    const std::string &name,
+                                                    const json_body::Value *args,
+                                                    const std::string &rpc_id)
+{
+    CallResult result;
+    if (name == sql_tools::execute_sql) {
+        result.error = execute_sql_arguments(args, call);
+        if (result.error.set()) {
+            CallPath::note_result(ex.trace, result); // refused before anything ran
+            return tool_answer(result, rpc_id, ex.response, ex.id);
+        }
+        result = path_.run(ex, call, rpc_id, name);
+        if (ex.response.later != 0)
+            return ToolOutcome::answered; // a write, or a slow read: as call_tool's
+        return tool_answer(result, rpc_id, ex.response, ex.id);
+    }
+    const bool one_table = name == sql_tools::describe_table;
+    std::string table;
+    result.error = schema_arguments(name, args, one_table ? &table : nullptr);
+    schema_description::Schema schema;
+    if (!result.error.set())
+        result.error =
+            schemas_.describe_schema(call, one_table ? &table : nullptr, schema, result.limits);
+    if (!result.error.set())
+        result.body = schema_document::json(schema, one_table);
     return tool_answer(result, rpc_id, ex.response, ex.id);
 }
 

@@ -27,7 +27,8 @@ bool valid_request_id(const std::string &id)
 RequestHandler::RequestHandler(const services::Database &database, services::HandOff *hand_off,
                                access_log::Sink *log)
     : recorder_(database.recorder), path_(database.calls, hand_off), query_(path_, database.calls),
-      sql_(path_, query_), mcp_(path_, database.calls, database.describer),
+      sql_(path_, query_), schema_(path_, database.schemas),
+      mcp_(path_, database.calls, database.describer, database.schemas),
       events_(path_, database.events), describe_(path_, database.calls, database.describer),
       probes_(database.health), log_(log), id_state_(0)
 {
@@ -258,6 +259,8 @@ void RequestHandler::route(Exchange &ex)
         events_.handle(ex);
     else if (path == "/sql")
         sql_.handle(ex);
+    else if (path == "/schema")
+        schema_.handle(ex);
     else if (path == "/openapi.json" || path == "/catalog")
         describe_.handle(ex, path == "/openapi.json");
     else if (path.compare(0, 3, "/q/") == 0 && path.size() > 3 &&

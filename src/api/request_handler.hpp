@@ -1,8 +1,8 @@
 // The HTTP API's front: routes a request to its endpoint (GET /health, /live, /ready, /metrics,
-// /openapi.json, /catalog, /events, GET|POST /q/{name}, POST /mcp), and does what wraps every
-// request: its id, CORS, the worker's counts, and its record (the access log, the run history and
-// the run events). The endpoints are api/*_endpoint(s).hpp; what they ask of the database side is
-// api/services.hpp. Plain C++: no PostgreSQL header.
+// /openapi.json, /catalog, /events, /schema, GET|POST /q/{name}, POST /sql, POST /mcp), and does
+// what wraps every request: its id, CORS, the worker's counts, and its record (the access log, the
+// run history and the run events). The endpoints are api/*_endpoint(s).hpp; what they ask of the
+// database side is api/services.hpp. Plain C++: no PostgreSQL header.
 #pragma once
 
 #include "api/call_path.hpp"
@@ -12,6 +12,7 @@
 #include "api/mcp_endpoint.hpp"
 #include "api/probe_endpoints.hpp"
 #include "api/query_endpoint.hpp"
+#include "api/schema_endpoint.hpp"
 #include "api/services.hpp"
 #include "api/sql_endpoint.hpp"
 #include "http/access_log.hpp"
@@ -34,7 +35,7 @@ class RequestHandler {
     template <typename Db, typename = std::enable_if_t<std::is_base_of_v<services::Calls, Db>>>
     explicit RequestHandler(Db &db, services::HandOff *hand_off = nullptr,
                             access_log::Sink *log = nullptr)
-        : RequestHandler(services::Database{db, db, db, db, db}, hand_off, log)
+        : RequestHandler(services::Database{db, db, db, db, db, db}, hand_off, log)
     {
     }
 
@@ -88,6 +89,7 @@ class RequestHandler {
     CallPath path_;
     QueryEndpoint query_;
     SqlEndpoint sql_;
+    SchemaEndpoint schema_;
     McpEndpoint mcp_;
     EventsEndpoint events_;
     DescribeEndpoint describe_;

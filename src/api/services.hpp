@@ -9,6 +9,7 @@
 #include "common/call.hpp"
 #include "common/history.hpp"
 #include "common/metrics.hpp"
+#include "common/schema_description.hpp"
 
 #include <cstdint>
 #include <string>
@@ -53,6 +54,24 @@ class Describer {
     virtual ~Describer() = default;
     virtual ApiError describe(const CallRequest &request, api_description::Api &out,
                               LimitReport &limits) = 0;
+};
+
+// GET /schema and MCP's SQL tools: what the request's caller may use in SQL of its own.
+class Schemas {
+  public:
+    virtual ~Schemas() = default;
+    // The caller's schema (common/schema_description.hpp), after the same authentication and
+    // limits as a call; the caller's limits in `limits`. 403 sql_not_allowed when its policy takes
+    // no SQL of its own. With a `table` (schema_description::parse_name's form), that table alone:
+    // 403 name_not_allowed, one answer for both, when it names no table of the allow-list or
+    // nothing at all.
+    virtual ApiError describe_schema(const CallRequest &request, const std::string *table,
+                                     schema_description::Schema &out, LimitReport &limits) = 0;
+    // MCP's tools/call of `tool`, one of the names of its SQL tools (http/sql_tools.hpp): whether
+    // the caller's policy takes SQL of its own and grants no saved query of that name, which would
+    // keep the name. The caller is authenticated and nothing is charged (the call that follows
+    // is); false for a caller that is refused, whom that call then answers.
+    virtual bool sql_tool(const CallRequest &request, const std::string &tool) = 0;
 };
 
 // GET /events.
@@ -114,6 +133,7 @@ class HandOff {
 struct Database {
     Calls &calls;
     Describer &describer;
+    Schemas &schemas;
     Events &events;
     Health &health;
     Recorder &recorder;

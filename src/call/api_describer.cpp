@@ -3,7 +3,6 @@
 
 #include "pg/pg_headers.hpp"
 extern "C" {
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -11,12 +10,13 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/plancache.h"
-#include "utils/resowner.h"
 }
 
 #include "call/call_limits.hpp"
+#include "call/role_subtransaction.hpp"
 #include "common/settings.hpp"
 #include "http/limit_fields.hpp"
+#include "http/sql_tools.hpp"
 #include "pg/pg_guard.hpp"
 
 #include <algorithm>
@@ -126,16 +126,8 @@ bool plan_query(PlanCache &plans, const CachedQuery &query, const CachedPolicy &
                 uint64_t generation, Planned &planned, const PolicyDecision *&decision)
 {
     const MemoryContext outer = CurrentMemoryContext;
-    const ResourceOwner owner = CurrentResourceOwner;
-    Oid user = InvalidOid;
-    int context = 0;
-    pg::guard([&] { BeginInternalSubTransaction(nullptr); });
-    try {
+    return in_role_subtransaction(policy.run_as, query.search_path.c_str(), [&] {
         pg::guard([&] {
-            GetUserIdAndSecContext(&user, &context);
-            SetUserIdAndSecContext(policy.run_as, context | SECURITY_LOCAL_USERID_CHANGE);
-            (void)set_config_option("search_path", query.search_path.c_str(), PGC_SUSET,
-                                    PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
             if (SPI_connect() != SPI_OK_CONNECT)
                 elog(ERROR, "querygate: SPI_connect failed");
         });
@@ -145,8 +137,7 @@ bool plan_query(PlanCache &plans, const CachedQuery &query, const CachedPolicy &
         const bool writes = entry.analysis->write_ops != 0;
         const bool returns_rows = entry.analysis->returns_rows;
         const bool permitted = entry.analysis->missing_privilege == nullptr;
-        // Entered from the outer context, which outlives what SPI_finish and the
-        // subtransaction's end delete (pg_guard.hpp).
+        // Entered from the outer context, which outlives what SPI_finish deletes (pg_guard.hpp).
         MemoryContextSwitchTo(outer);
         pg::guard([&] {
             planned.writes = writes;
@@ -154,23 +145,9 @@ bool plan_query(PlanCache &plans, const CachedQuery &query, const CachedPolicy &
             planned.permitted = permitted;
             read_columns(plan, outer, planned);
             SPI_finish();
-            SetUserIdAndSecContext(user, context);
-            ReleaseCurrentSubTransaction();
-            MemoryContextSwitchTo(outer);
-            CurrentResourceOwner = owner;
         });
         planned.ok = true;
-        return true;
-    } catch (const pg::PgError &) {
-    }
-    MemoryContextSwitchTo(outer);
-    pg::guard([&] {
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(outer);
-        CurrentResourceOwner = owner;
-        SetUserIdAndSecContext(user != InvalidOid ? user : GetUserId(), context);
     });
-    return false;
 }
 
 // Whether a call of the query by the caller would be refused: then it is not something the caller
@@ -227,6 +204,13 @@ void describe_api(CatalogCache &cache, PlanCache &plans, const Caller &caller,
 {
     out.queries.clear();
     out.limit_policies = limit_fields::policies(limits_of(caller), unix_now_us());
+    const CachedPolicy &policy = *caller.policy;
+    out.adhoc = policy.adhoc;
+    out.adhoc_write_ops = policy.adhoc && settings::allow_writes ? policy.adhoc_rules.write_ops : 0;
+    out.sql_tool_names_taken.clear();
+    for (const char *tool : sql_tools::names)
+        if (policy.queries.count(tool) != 0)
+            out.sql_tool_names_taken.push_back(tool);
     std::vector<std::string> names(caller.policy->queries.begin(), caller.policy->queries.end());
     std::sort(names.begin(), names.end());
     for (const std::string &name : names) {

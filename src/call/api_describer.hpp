@@ -5,7 +5,8 @@
 // from a token and the caller has a key), with the columns of its
 // answer as the plan returns them and masked as the decision masks them. A query that cannot be
 // planned now (a table dropped since it was saved) is left out too: each is planned in a
-// subtransaction of its own, so one failure costs no other.
+// subtransaction of its own, so one failure costs no other. And whether the policy takes SQL of
+// its own, what that SQL may write, and which of MCP's SQL tools' names a granted query keeps.
 #pragma once
 
 #include "call/authenticate.hpp"

@@ -19,6 +19,7 @@
 #include "call/caller_checks.hpp"
 #include "call/catalog_cache.hpp"
 #include "call/plan_cache.hpp"
+#include "call/schema_describer.hpp"
 #include "call/slow_queries.hpp"
 #include "call/statement_run.hpp"
 #include "shmem/event_ring.hpp"
@@ -188,6 +189,27 @@ ApiError QueryRunner::describe(const CallRequest &request, api_description::Api 
                            describe_api(s.cache, s.plans, caller, out);
                            return ApiError();
                        });
+}
+
+ApiError QueryRunner::describe_schema(const CallRequest &request, const std::string *table,
+                                      schema_description::Schema &out, LimitReport &limits)
+{
+    return state_->as_caller(request, true, limits, "describing a caller's schema",
+                             [table, &out](const Caller &caller) {
+                                 return ::describe_schema(*caller.policy, table, out);
+                             });
+}
+
+bool QueryRunner::sql_tool(const CallRequest &request, const std::string &tool)
+{
+    bool sql = false;
+    LimitReport unused;
+    state_->as_caller(request, false, unused, "finding an MCP tool",
+                      [&sql, &tool](const Caller &caller) {
+                          sql = caller.policy->adhoc && caller.policy->queries.count(tool) == 0;
+                          return ApiError();
+                      });
+    return sql;
 }
 
 ApiError QueryRunner::watch_events(const CallRequest &request, bool charge,

@@ -24,6 +24,7 @@ struct Ring; // common/run_events.hpp
 
 class QueryRunner final : public services::Calls,
                           public services::Describer,
+                          public services::Schemas,
                           public services::Events,
                           public services::Health,
                           public services::Recorder {
@@ -43,6 +44,9 @@ class QueryRunner final : public services::Calls,
     ApiError ready(Role *role = nullptr) override;
     ApiError describe(const CallRequest &request, api_description::Api &out,
                       LimitReport &limits) override;
+    ApiError describe_schema(const CallRequest &request, const std::string *table,
+                             schema_description::Schema &out, LimitReport &limits) override;
+    bool sql_tool(const CallRequest &request, const std::string &tool) override;
     ApiError watch_events(const CallRequest &request, bool charge, event_stream::Audience &out,
                           LimitReport &limits) override;
     // The catalog's count of changes, keys' included, after taking its committed changes (a short

@@ -1,8 +1,9 @@
 // What a caller may call, as GET /openapi.json and GET /catalog describe it: each saved query its
 // policy is granted and does not refuse, with its parameters (their types and rules; those taken
 // from the caller's token are left out) and its answer's columns (their types, and how the
-// caller's policy masks them). Made by the worker (QueryRunner::describe) from the same plans and
-// decisions its calls run with; rendered by http/openapi.hpp. Plain C++.
+// caller's policy masks them), and whether it may send SQL of its own. Made by the worker
+// (QueryRunner::describe) from the same plans and decisions its calls run with; rendered by
+// http/openapi.hpp and http/mcp.hpp. Plain C++.
 #pragma once
 
 #include "rules/mask_rules.hpp"
@@ -53,6 +54,14 @@ struct Api {
     // The caller's limits as the RateLimit-Policy field says them (http/limit_fields.hpp), so a
     // client can pace itself before it is refused; empty when it has none.
     std::string limit_policies;
+    // The caller's policy takes SQL of its own (grant_adhoc): /openapi.json describes POST /sql
+    // and GET /schema, and MCP lists its SQL tools (http/sql_tools.hpp).
+    bool adhoc = false;
+    // What that SQL may write (WriteOp bits): none while querygate.allow_writes is off.
+    int adhoc_write_ops = 0;
+    // The names of MCP's SQL tools that a saved query the policy grants has (listed here or not):
+    // the query keeps the name.
+    std::vector<std::string> sql_tool_names_taken;
 };
 
 } // namespace api_description

@@ -66,6 +66,49 @@ void append(Owned &arr, Owned value)
         throw std::bad_alloc();
 }
 
+Owned typed(const char *type, const std::string &description)
+{
+    Owned s = object();
+    set(s, "type", str(type));
+    set(s, "description", str(description));
+    return s;
+}
+
+namespace {
+
+Owned object_with(Owned properties, Owned required)
+{
+    Owned s = object();
+    set(s, "type", str("object"));
+    set(s, "properties", std::move(properties));
+    if (json_array_size(required.v) > 0)
+        set(s, "required", std::move(required));
+    set(s, "additionalProperties", boolean(false));
+    return s;
+}
+
+} // namespace
+
+Owned closed_object(Owned properties, std::initializer_list<const char *> required)
+{
+    Owned names = array();
+    for (const char *name : required)
+        append(names, str(name));
+    return object_with(std::move(properties), std::move(names));
+}
+
+Owned complete_object(Owned properties)
+{
+    Owned names = array();
+    const char *key;
+    json_t *value;
+    json_object_foreach(properties.v, key, value)
+    {
+        append(names, str(key));
+    }
+    return object_with(std::move(properties), std::move(names));
+}
+
 std::string dump(const Owned &doc, bool indent)
 {
     char *text = json_dumps(doc.v, JSON_PRESERVE_ORDER | (indent ? JSON_INDENT(1) : JSON_COMPACT));
@@ -306,6 +349,22 @@ Owned row_schema(const Query &q)
     set(s, "properties", std::move(props));
     set(s, "additionalProperties", boolean(false));
     return s;
+}
+
+void add_paging(Owned &properties)
+{
+    Owned page = object();
+    set(page, "type", str("integer"));
+    set(page, "minimum", integer(1));
+    set(page, "description",
+        str("the page of rows to answer, from 1 (1 when not given); "
+            "has_more says whether another follows"));
+    Owned size = object();
+    set(size, "type", str("integer"));
+    set(size, "minimum", integer(1));
+    set(size, "description", str("rows a page (the server's default page size when not given)"));
+    set(properties, "page", std::move(page));
+    set(properties, "page_size", std::move(size));
 }
 
 Owned params_schema(const Query &q)

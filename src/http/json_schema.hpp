@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include <initializer_list>
 #include <string>
 
 namespace json_schema {
@@ -40,6 +41,13 @@ Owned number(double d);
 void set(Owned &obj, const char *key, Owned value);
 void set(Owned &obj, const std::string &key, Owned value);
 void append(Owned &arr, Owned value);
+// {"type": type, "description": description}
+Owned typed(const char *type, const std::string &description);
+// {"type": "object", "properties": properties, "required": [...], "additionalProperties": false}:
+// an object with these members and no other, those named in `required` always there.
+Owned closed_object(Owned properties, std::initializer_list<const char *> required);
+// The same with every member always there.
+Owned complete_object(Owned properties);
 // The document's text: indented by one space a level when `indent`, else compact.
 std::string dump(const Owned &doc, bool indent);
 
@@ -54,6 +62,9 @@ Owned param_schema(const api_description::Param &p);
 // {"type": "object", "properties": {each parameter}, "required": [...], "additionalProperties":
 // false}: the parameters of one call.
 Owned params_schema(const api_description::Query &q);
+// page and page_size, as /q/{name} takes them, added to an object's properties: the arguments of
+// an MCP tool that answers rows (no saved query may have a parameter of either name).
+void add_paging(Owned &properties);
 // One row of the answer: its columns as the caller's policy serves them, every one of them in
 // every row and nothing else (required, additionalProperties false); rows_affected for a write
 // without RETURNING.

@@ -3,6 +3,7 @@
 
 #include "common/version.hpp"
 #include "http/json_schema.hpp"
+#include "http/sql_tools.hpp"
 #include "common/json_text.hpp"
 
 #include <cctype>
@@ -58,19 +59,8 @@ Owned input_schema(const Query &q)
     json_t *props = json_object_get(s.v, "properties");
     if (props == nullptr) // never: params_schema makes it
         return s;
-    Owned page = object();
-    set(page, "type", str("integer"));
-    set(page, "minimum", integer(1));
-    set(page, "description",
-        str("the page of rows to answer, from 1 (1 when not given); "
-            "has_more says whether another follows"));
-    Owned size = object();
-    set(size, "type", str("integer"));
-    set(size, "minimum", integer(1));
-    set(size, "description", str("rows a page (the server's default page size when not given)"));
-    if (json_object_set_new(props, "page", page.take()) != 0 ||
-        json_object_set_new(props, "page_size", size.take()) != 0)
-        throw std::bad_alloc();
+    Owned properties(json_incref(props));
+    add_paging(properties);
     return s;
 }
 
@@ -279,7 +269,8 @@ std::string initialize_result(const std::string &asked_version)
         str("Each tool runs one saved SQL query of this database with the arguments as its "
             "parameters, under the caller's key or token: only the queries it may call are "
             "listed, and columns come back as its policy serves them (hashed, masked or left "
-            "out)."));
+            "out). A caller whose policy takes SQL of its own also has execute_sql, list_tables "
+            "and describe_table."));
     return dump(r, false);
 }
 
@@ -289,6 +280,8 @@ std::string tools_list_result(const api_description::Api &api)
     Owned tools = array();
     for (const Query &q : api.queries)
         append(tools, tool(q));
+    if (api.adhoc)
+        sql_tools::append(tools, api.sql_tool_names_taken, api.adhoc_write_ops);
     set(r, "tools", std::move(tools));
     return dump(r, false);
 }

@@ -1,7 +1,8 @@
 // The Model Context Protocol's messages (revision 2025-11-25, over streamable HTTP at POST /mcp):
 // JSON-RPC 2.0 in, JSON-RPC 2.0 out, one message a request, no session (every worker answers any
 // request alike). What a caller may call becomes its tools: one per saved query, with the
-// parameters as inputSchema and the answer as outputSchema (http/json_schema.hpp). The request
+// parameters as inputSchema and the answer as outputSchema (http/json_schema.hpp), and for a
+// caller whose policy takes SQL of its own the SQL tools (http/sql_tools.hpp). The request
 // handler (request_handler.hpp) checks the transport (method, Origin, MCP-Protocol-Version), and
 // runs tools/list and tools/call through the same description and call path as /openapi.json and
 // /q/{name}; this file only reads and writes the messages. Plain C++.
@@ -54,8 +55,8 @@ std::string error(const std::string &id, int code, const std::string &message,
 // initialize's result: the version (the one asked for when spoken, else the newest), the tools
 // capability, and the server's name and version.
 std::string initialize_result(const std::string &asked_version);
-// tools/list's result: a tool per query, as json_schema describes it; annotated read-only unless
-// it writes.
+// tools/list's result: a tool per query, as json_schema describes it, annotated read-only unless
+// it writes; then the SQL tools when the caller may use them, but those a query's name keeps.
 std::string tools_list_result(const api_description::Api &api);
 
 // tools/call's arguments ({"name", "arguments"}): false with a reason when they are not a name and

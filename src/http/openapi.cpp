@@ -5,14 +5,13 @@
 #include "common/api_error.hpp"
 #include "common/version.hpp"
 #include "http/json_schema.hpp"
+#include "http/openapi_parts.hpp"
 
 #include <algorithm>
 #include <utility>
 #include <vector>
 
 namespace openapi {
-
-namespace {
 
 using api_description::Column;
 using api_description::Param;
@@ -26,18 +25,13 @@ Owned reference(const std::string &to)
     return r;
 }
 
-// An optional request header a call reads, as a string.
-Owned header_parameter(const char *name, const char *description)
+Owned json_content(Owned schema)
 {
-    Owned p = object();
-    set(p, "name", str(name));
-    set(p, "in", str("header"));
-    set(p, "required", boolean(false));
-    Owned schema = object();
-    set(schema, "type", str("string"));
-    set(p, "schema", std::move(schema));
-    set(p, "description", str(description));
-    return p;
+    Owned media = object();
+    set(media, "schema", std::move(schema));
+    Owned content = object();
+    set(content, "application/json", std::move(media));
+    return content;
 }
 
 Owned header(const char *type, const char *description)
@@ -50,42 +44,43 @@ Owned header(const char *type, const char *description)
     return h;
 }
 
-Owned ok_response(const Query &q)
+namespace {
+
+// An answer in a text format (NDJSON, CSV, TSV) whose rows are as row_ref says.
+Owned text_schema(AnswerFormat format, const std::string &row_ref)
 {
-    Owned r = object();
-    set(r, "description",
-        str(q.writes && !q.returns_rows ? "the rows the write changed"
-                                        : "the rows, a page of them unless "
-                                          "stream=true"));
+    Owned schema = object();
+    set(schema, "type", str("string"));
+    if (format == AnswerFormat::ndjson)
+        set(schema, "description",
+            str("one JSON object a line, each as " + row_ref + ", each line ended by LF"));
+    else
+        set(schema, "description",
+            str(std::string("a header row of the column names, then a record a row, each "
+                            "value its text output as COPY writes it (") +
+                (format == AnswerFormat::csv ? "RFC 4180, NULL an empty field"
+                                             : "COPY's text format, NULL \\N") +
+                ")"));
+    return schema;
+}
+
+} // namespace
+
+Owned answer_content(Owned json, const std::string &row_ref)
+{
     Owned content = object();
-    const std::string row_ref = "#/components/schemas/" + q.name + ".row";
     for (const auto &e : answer_format::all) {
         Owned media = object();
-        Owned schema = e.format == AnswerFormat::json && q.writes && !q.returns_rows
-                           ? reference(row_ref)
-                           : object();
-        if (e.format == AnswerFormat::json) {
-            if (!(q.writes && !q.returns_rows)) {
-                set(schema, "type", str("array"));
-                set(schema, "items", reference(row_ref));
-            }
-        } else if (e.format == AnswerFormat::ndjson) {
-            set(schema, "type", str("string"));
-            set(schema, "description",
-                str("one JSON object a line, each as " + row_ref + ", each line ended by LF"));
-        } else {
-            set(schema, "type", str("string"));
-            set(schema, "description",
-                str(std::string("a header row of the column names, then a record a row, each "
-                                "value its text output as COPY writes it (") +
-                    (e.format == AnswerFormat::csv ? "RFC 4180, NULL an empty field"
-                                                   : "COPY's text format, NULL \\N") +
-                    ")"));
-        }
-        set(media, "schema", std::move(schema));
+        set(media, "schema",
+            e.format == AnswerFormat::json ? Owned(json_incref(json.v))
+                                           : text_schema(e.format, row_ref));
         set(content, e.media_type, std::move(media));
     }
-    set(r, "content", std::move(content));
+    return content;
+}
+
+Owned answer_headers()
+{
     Owned headers = object();
     set(headers, "X-Request-Id", header("string", "the call's id, in its error body too"));
     set(headers, "X-Page", header("integer", "the page answered (not on a stream)"));
@@ -93,8 +88,7 @@ Owned ok_response(const Query &q)
     set(headers, "X-Has-More", header("boolean", "whether another page follows"));
     set(headers, "ETag", header("string", "a weak tag of the answer, for If-None-Match"));
     set(headers, "RateLimit", reference("#/components/headers/RateLimit"));
-    set(r, "headers", std::move(headers));
-    return r;
+    return headers;
 }
 
 // The statuses a call may answer with an error, by the codes that carry them.
@@ -112,6 +106,40 @@ Owned error_responses(Owned responses)
                       : status == 503 ? "#/components/responses/Unavailable"
                                       : "#/components/responses/Error"));
     return responses;
+}
+
+namespace {
+
+// An optional request header a call reads, as a string.
+Owned header_parameter(const char *name, const char *description)
+{
+    Owned p = object();
+    set(p, "name", str(name));
+    set(p, "in", str("header"));
+    set(p, "required", boolean(false));
+    Owned schema = object();
+    set(schema, "type", str("string"));
+    set(p, "schema", std::move(schema));
+    set(p, "description", str(description));
+    return p;
+}
+
+Owned ok_response(const Query &q)
+{
+    Owned r = object();
+    set(r, "description",
+        str(q.writes && !q.returns_rows ? "the rows the write changed"
+                                        : "the rows, a page of them unless "
+                                          "stream=true"));
+    const std::string row_ref = "#/components/schemas/" + q.name + ".row";
+    Owned json = q.writes && !q.returns_rows ? reference(row_ref) : object();
+    if (!(q.writes && !q.returns_rows)) {
+        set(json, "type", str("array"));
+        set(json, "items", reference(row_ref));
+    }
+    set(r, "content", answer_content(std::move(json), row_ref));
+    set(r, "headers", answer_headers());
+    return r;
 }
 
 Owned operation(const Query &q, bool post)
@@ -239,11 +267,7 @@ Owned error_response(const char *description, std::vector<std::pair<const char *
 {
     Owned r = object();
     set(r, "description", str(description));
-    Owned content = object();
-    Owned media = object();
-    set(media, "schema", reference("#/components/schemas/Error"));
-    set(content, "application/json", std::move(media));
-    set(r, "content", std::move(content));
+    set(r, "content", json_content(reference("#/components/schemas/Error")));
     if (!headers.empty()) {
         Owned declared = object();
         for (auto &h : headers)
@@ -363,7 +387,8 @@ std::string document(const api_description::Api &api)
     set(info, "version", str(QUERYGATE_VERSION_TEXT));
     set(info, "description",
         str("The saved queries this caller may call, as its key or token sees them: each "
-            "parameter's rules, and each column as its policy serves it."));
+            "parameter's rules, and each column as its policy serves it; and, when its policy "
+            "takes SQL of its own, POST /sql and GET /schema."));
     Owned license = object();
     set(license, "name", str("PostgreSQL License"));
     set(license, "identifier", str("PostgreSQL"));
@@ -386,7 +411,6 @@ std::string document(const api_description::Api &api)
     set(tag, "name", str("queries"));
     set(tag, "description", str("saved queries"));
     append(tags, std::move(tag));
-    set(doc, "tags", std::move(tags));
     Owned paths = object();
     for (const Query &q : api.queries) {
         Owned item = object();
@@ -395,8 +419,14 @@ std::string document(const api_description::Api &api)
         set(item, "post", operation(q, true));
         set(paths, "/q/" + q.name, std::move(item));
     }
+    Owned parts = components(api);
+    if (api.adhoc) {
+        Owned schemas(json_incref(json_object_get(parts.v, "schemas")));
+        add_sql_paths(paths, schemas, tags);
+    }
+    set(doc, "tags", std::move(tags));
     set(doc, "paths", std::move(paths));
-    set(doc, "components", components(api));
+    set(doc, "components", std::move(parts));
     return dump(doc, true);
 }
 

@@ -8,7 +8,8 @@
 // query's columns as the caller's policy serves them (a hashed column 64 hex digits, a masked one
 // text or null, a nulled one null, a dropped one absent), in each format; the options every call
 // takes (page, page_size, format, timeout, stream); both security schemes; and every error
-// answer with the error body's schema.
+// answer with the error body's schema. For a caller whose policy takes SQL of its own, POST /sql
+// and GET /schema too (http/openapi_sql.cpp).
 #pragma once
 
 #include "common/api_description.hpp"

@@ -7,6 +7,7 @@
 #include "common/run_events.hpp"
 #include "common/settings.hpp"
 #include "http/event_stream.hpp"
+#include "rules/write_ops.hpp"
 
 #include <memory>
 #include <vector>
@@ -59,9 +60,13 @@ void FakeDatabase::charge_export(const LimitHold &, unsigned long long) {}
 
 void FakeDatabase::helper_ran(const std::string &, long long, long long) {} // nor hands any off
 
-// One query with a parameter and a masked column: enough for the documents to be made.
-ApiError FakeDatabase::describe(const CallRequest &, api_description::Api &out, LimitReport &)
+// One query with a parameter and a masked column: enough for the documents to be made. The key
+// "adhoc" may send SQL of its own, and may write with it.
+ApiError FakeDatabase::describe(const CallRequest &request, api_description::Api &out,
+                                LimitReport &)
 {
+    out.adhoc = request.secret == "adhoc";
+    out.adhoc_write_ops = out.adhoc ? WRITE_UPDATE : 0;
     api_description::Query q;
     q.name = "fixed";
     api_description::Param p;
@@ -74,6 +79,43 @@ ApiError FakeDatabase::describe(const CallRequest &, api_description::Api &out, 
     q.columns.push_back(c);
     out.queries.push_back(q);
     return ApiError();
+}
+
+// A key "adhoc" takes SQL of its own: one table, public.accounts (aid, the key; owner, masked),
+// which ?table= finds as accounts or public.accounts; any other key is refused sql_not_allowed.
+ApiError FakeDatabase::describe_schema(const CallRequest &request, const std::string *table,
+                                       schema_description::Schema &out, LimitReport &)
+{
+    if (request.secret != "adhoc")
+        return api_errors::make(error_code::sql_not_allowed, "no SQL of its own");
+    std::string schema, name;
+    if (table != nullptr && (!schema_description::parse_name(*table, schema, name) ||
+                             name != "accounts" || (!schema.empty() && schema != "public")))
+        return api_errors::make(error_code::name_not_allowed, "not allowed, or not there");
+    out.search_path = "pg_catalog, public";
+    schema_description::Table t;
+    t.schema = "public";
+    t.name = "accounts";
+    t.quoted = "public.accounts";
+    schema_description::Column aid;
+    aid.name = aid.quoted = "aid";
+    aid.type = "integer";
+    aid.nullable = false;
+    schema_description::Column owner;
+    owner.name = owner.quoted = "owner";
+    owner.type = "text";
+    owner.mask = masking::Action::mask;
+    owner.filterable = false;
+    t.columns = {aid, owner};
+    t.primary_key = {"aid"};
+    out.tables.push_back(t);
+    return ApiError();
+}
+
+// The key "adhoc" has the SQL tools.
+bool FakeDatabase::sql_tool(const CallRequest &request, const std::string &)
+{
+    return request.secret == "adhoc";
 }
 
 // Every third call without credentials is over the address's limit.

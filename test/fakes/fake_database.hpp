@@ -8,6 +8,7 @@
 
 class FakeDatabase final : public services::Calls,
                            public services::Describer,
+                           public services::Schemas,
                            public services::Events,
                            public services::Health,
                            public services::Recorder {
@@ -20,6 +21,9 @@ class FakeDatabase final : public services::Calls,
     void helper_ran(const std::string &query, long long revision, long long ran_us) override;
     ApiError describe(const CallRequest &request, api_description::Api &out,
                       LimitReport &limits) override;
+    ApiError describe_schema(const CallRequest &request, const std::string *table,
+                             schema_description::Schema &out, LimitReport &limits) override;
+    bool sql_tool(const CallRequest &request, const std::string &tool) override;
     const run_events::Ring *events() const override;
     ApiError watch_events(const CallRequest &request, bool charge, event_stream::Audience &out,
                           LimitReport &limits) override;

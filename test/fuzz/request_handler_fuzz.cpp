@@ -143,8 +143,8 @@ void check_metrics(const HttpRequest &request, const HttpResponse &response)
     }
 }
 
-// GET /openapi.json and /catalog with a key: the document of what the key may call (the fake
-// runner describes one query), never anything without one.
+// GET /openapi.json, /catalog and /schema with a key: the document of what the key may call (the
+// fake runner describes one query) or use in SQL of its own, never anything without one.
 void check_description(const HttpRequest &request, const HttpResponse &response)
 {
     FUZZ_CHECK(request.method == "GET" || request.method == "HEAD");
@@ -156,6 +156,8 @@ void check_description(const HttpRequest &request, const HttpResponse &response)
     if (request.path == "/openapi.json") {
         const json_body::Value *version = member(doc, "openapi");
         FUZZ_CHECK(version != nullptr && version->text == "3.1.0");
+    } else if (request.path == "/schema") {
+        FUZZ_CHECK(member(doc, "tables") != nullptr);
     } else {
         FUZZ_CHECK(member(doc, "queries") != nullptr);
     }
@@ -230,7 +232,9 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
         check_metrics(request, response);
         return;
     }
-    if (!refused && (request.path == "/openapi.json" || request.path == "/catalog") &&
+    if (!refused &&
+        (request.path == "/openapi.json" || request.path == "/catalog" ||
+         request.path == "/schema") &&
         response.status == 200) {
         check_description(request, response);
         return;

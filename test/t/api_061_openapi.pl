@@ -3,7 +3,8 @@
 # from the token are left out); parameters with their types and rules, columns as the policy serves
 # them (hashed, masked, dropped); the OpenAPI 3.1 document passes Redocly's linter, and a TypeScript
 # client generated from it (openapi-typescript) type-checks, while one that sends a parameter of the
-# wrong type does not.
+# wrong type does not. POST /sql and GET /schema are there only for a policy granted SQL of its
+# own, and that document passes the linter too.
 use strict;
 use warnings;
 use FindBin;
@@ -130,14 +131,29 @@ is(join(' ', map { "$_->{name}:$_->{type}:$_->{postgres_type}:$_->{mask}" } @{ $
 	'code:string:integer:hash', 'a hashed integer column is a string (64 hex digits), as served');
 is_deeply($people->{formats}, [qw(json ndjson csv tsv)], 'and the formats');
 
+# --- SQL of the caller's own: POST /sql and GET /schema, only for a policy granted it
+ok(!$doc->{paths}{'/sql'} && !$doc->{paths}{'/schema'}, 'no /sql or /schema without ad-hoc SQL');
+$qg->sql(q{SELECT querygate.grant_adhoc('oa_pol')});
+my $adhoc = $qg->get('/openapi.json', key => $key);
+my $sql_op = $adhoc->{json}{paths}{'/sql'}{post};
+ok($sql_op && $adhoc->{json}{paths}{'/schema'}{get}, 'with the grant: POST /sql and GET /schema');
+is_deeply($adhoc->{json}{components}{schemas}{'querygate.sql_body'}{required}, ['sql'], '/sql\'s body: the statement');
+ok($sql_op->{responses}{403} && $adhoc->{json}{paths}{'/schema'}{get}{responses}{403}, 'both with the error answers');
+is_deeply($adhoc->{json}{components}{schemas}{'querygate.schema'}{required}, [qw(search_path tables write_ops functions)],
+	'/schema\'s answer described');
+ok(!$qg->get('/openapi.json', key => $other_key)->{json}{paths}{'/sql'}, 'another policy\'s key: still none');
+
 # --- a real linter, a generated client, and TypeScript
 my $dir = PostgreSQL::Test::Utils::tempdir();
-open(my $fh, '>', "$dir/openapi.json") or die;
-print $fh $res->{content};
-close $fh;
 my ($out, $err) = ('', '');
-IPC::Run::run([ "$clients/redocly", 'lint', "$dir/openapi.json" ], '>', \$out, '2>', \$err);
-is($? >> 8, 0, 'redocly lint: no error') or diag("$out\n$err");
+for my $lint ([ 'openapi.json', $res ], [ 'adhoc.json', $adhoc ])
+{
+	open(my $lf, '>', "$dir/$lint->[0]") or die;
+	print $lf $lint->[1]{content};
+	close $lf;
+	IPC::Run::run([ "$clients/redocly", 'lint', "$dir/$lint->[0]" ], '>', \$out, '2>', \$err);
+	is($? >> 8, 0, "redocly lint of $lint->[0]: no error") or diag("$out\n$err");
+}
 IPC::Run::run([ "$clients/openapi-typescript", "$dir/openapi.json", '-o', "$dir/api.d.ts" ], '>', \$out, '2>', \$err);
 is($? >> 8, 0, 'openapi-typescript generates a client') or diag($err);
 my $client = <<'TS';

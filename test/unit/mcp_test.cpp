@@ -156,5 +156,40 @@ int main()
     ok(input_property(1, "page") == nullptr && input_property(1, "page_size") == nullptr,
        "a write without RETURNING takes neither");
     json_decref(list);
+
+    // SQL of the caller's own: its three tools, but one whose name a granted query keeps.
+    api.adhoc = true;
+    api.sql_tool_names_taken = {"list_tables"};
+    list = json_loads(mcp::tools_list_result(api).c_str(), 0, nullptr);
+    tools = json_object_get(list, "tools");
+    std::string names;
+    for (std::size_t i = 0; i < json_array_size(tools); i++)
+        names +=
+            std::string(json_string_value(json_object_get(json_array_get(tools, i), "name"))) + " ";
+    is(names, std::string("people bump execute_sql describe_table "),
+       "the SQL tools after the queries', list_tables left to the query that has the name");
+    json_t *execute = json_array_get(tools, 2);
+    ok(json_is_true(json_object_get(json_object_get(execute, "annotations"), "readOnlyHint")),
+       "execute_sql is read-only when its SQL may not write");
+    const char *sql_type = json_string_value(json_object_get(
+        json_object_get(json_object_get(json_object_get(execute, "inputSchema"), "properties"),
+                        "sql"),
+        "type"));
+    is(std::string(sql_type != nullptr ? sql_type : ""), std::string("string"),
+       "its statement a string");
+    is(std::string(json_string_value(json_array_get(
+           json_object_get(json_object_get(execute, "inputSchema"), "required"), 0))),
+       std::string("sql"), "and required");
+    ok(json_object_get(json_object_get(json_array_get(tools, 3), "outputSchema"), "properties") !=
+           nullptr,
+       "describe_table has an output schema");
+    json_decref(list);
+    api.adhoc_write_ops = 2;
+    list = json_loads(mcp::tools_list_result(api).c_str(), 0, nullptr);
+    ok(json_is_false(json_object_get(
+           json_object_get(json_array_get(json_object_get(list, "tools"), 2), "annotations"),
+           "readOnlyHint")),
+       "and not read-only when it may");
+    json_decref(list);
     return tap::done();
 }

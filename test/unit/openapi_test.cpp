@@ -110,6 +110,26 @@ int main()
        "an integer's enum values are numbers");
     json_decref(root);
 
+    ok(json_object_get(json_object_get(root = parse(doc), "paths"), "/sql") == nullptr,
+       "no /sql for a caller without SQL of its own");
+    json_decref(root);
+    api_description::Api adhoc = sample();
+    adhoc.adhoc = true;
+    root = parse(openapi::document(adhoc));
+    json_t *paths = json_object_get(root, "paths");
+    ok(json_object_get(json_object_get(paths, "/sql"), "post") != nullptr &&
+           json_object_get(json_object_get(paths, "/schema"), "get") != nullptr,
+       "with it: POST /sql and GET /schema");
+    json_t *components = json_object_get(json_object_get(root, "components"), "schemas");
+    ok(json_object_get(components, "querygate.sql_body") != nullptr &&
+           json_object_get(components, "querygate.schema") != nullptr,
+       "and the schemas they name");
+    ok(json_object_get(
+           json_object_get(json_object_get(json_object_get(paths, "/sql"), "post"), "responses"),
+           "403") != nullptr,
+       "with the error answers");
+    json_decref(root);
+
     json_t *cat = parse(openapi::catalog(sample()));
     json_t *first = json_array_get(json_object_get(cat, "queries"), 0);
     ok(first && std::string(json_string_value(json_object_get(first, "name"))) == "people",

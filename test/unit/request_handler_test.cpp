@@ -164,12 +164,81 @@ void described(RequestHandler &handler)
        "/events without a worker's streams: 404");
 }
 
+HttpRequest mcp_call(const char *key, const std::string &params)
+{
+    HttpRequest r = request("POST", "/mcp", {{"x-api-key", key}});
+    r.body = "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":" + params + "}";
+    return r;
+}
+
+// GET /schema, and MCP's SQL tools, for the fake's key "adhoc" (whose policy takes SQL of its
+// own) and another.
+void sql_of_its_own(RequestHandler &handler)
+{
+    HttpResponse r = answer(handler, request("GET", "/schema"));
+    // The fake refuses every third call without credentials by the address's limit.
+    ok(r.status == 401 || r.status == 429, "GET /schema without a key: refused as a call is");
+    r = answer(handler, request("GET", "/schema", {{"x-api-key", "k"}}));
+    is(r.error_code, std::string("sql_not_allowed"), "a policy without SQL of its own: refused");
+    r = answer(handler, request("POST", "/schema", {{"x-api-key", "adhoc"}}));
+    is(r.status, 405, "POST /schema: 405");
+    is(header_or_none(r, "Allow"), std::string("GET, HEAD"), "with Allow");
+    r = answer(handler, request("GET", "/schema", {{"x-api-key", "adhoc"}}));
+    is(r.status, 200, "GET /schema with the key");
+    like(r.body, "\"ddl\":\"CREATE TABLE public.accounts (\\n    aid integer NOT NULL,",
+         "the tables with their DDL");
+    HttpRequest one = request("GET", "/schema", {{"x-api-key", "adhoc"}});
+    one.args = {{"table", "Public.Accounts"}};
+    is(answer(handler, one).status, 200, "?table= narrows it");
+    one.args = {{"table", "secrets"}};
+    is(answer(handler, one).error_code, std::string("name_not_allowed"), "to a table it may use");
+    one.args = {{"table", ""}};
+    is(answer(handler, one).error_code, std::string("name_not_allowed"), "an empty name: none");
+
+    HttpRequest list = request("POST", "/mcp", {{"x-api-key", "adhoc"}});
+    list.body = "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/list\"}";
+    r = answer(handler, list);
+    like(r.body, "\"name\":\"execute_sql\"", "tools/list: execute_sql for the key");
+    like(r.body, "\"name\":\"describe_table\"", "and describe_table");
+    list.headers = {{"x-api-key", "k"}};
+    ok(answer(handler, list).body.find("execute_sql") == std::string::npos, "not for another");
+
+    const int calls = fake_database::calls;
+    r = answer(handler, mcp_call("adhoc", R"({"name":"execute_sql","arguments":{"sql":"SELECT 1",)"
+                                          R"("params":{"a":1},"page_size":2}})"));
+    like(r.body, "\"structuredContent\":{\"rows\":[{\"id\":1", "execute_sql answers rows");
+    ok(fake_database::calls == calls + 1 && fake_database::last.sql == "SELECT 1" &&
+           fake_database::last.query.empty() && fake_database::last.page_size == 2 &&
+           fake_database::last.params.size() == 1,
+       "run once, as POST /sql runs it");
+    r = answer(handler, mcp_call("adhoc", R"({"name":"execute_sql","arguments":{"sql":" "}})"));
+    like(r.body, "\"isError\":true", "a blank statement: the tool's error");
+    like(r.body, "invalid_body", "as POST /sql's");
+    r = answer(handler, mcp_call("adhoc", R"({"name":"execute_sql","arguments":{"sq":"x"}})"));
+    like(r.body, "invalid_body", "an unknown argument too");
+    r = answer(handler, mcp_call("adhoc", R"({"name":"list_tables"})"));
+    like(r.body, "\"structuredContent\":{\"search_path\"", "list_tables answers the schema");
+    ok(r.body.find("CREATE TABLE") == std::string::npos, "without the DDL");
+    r = answer(handler,
+               mcp_call("adhoc", R"({"name":"describe_table","arguments":{"table":"accounts"}})"));
+    like(r.body, "CREATE TABLE public.accounts", "describe_table: with it");
+    r = answer(handler,
+               mcp_call("adhoc", R"({"name":"describe_table","arguments":{"table":"nosuch"}})"));
+    like(r.body, "\"isError\":true", "a table not there: the tool's error");
+    like(r.body, "name_not_allowed", "name_not_allowed");
+    r = answer(handler, mcp_call("adhoc", R"({"name":"describe_table","arguments":{}})"));
+    like(r.body, "invalid_body", "no table named");
+    r = answer(handler, mcp_call("k", R"({"name":"execute_sql","arguments":{"sql":"SELECT 1"}})"));
+    is(fake_database::last.query, std::string("execute_sql"),
+       "another key's execute_sql: a call of a saved query of that name");
+}
+
 void handed_off()
 {
     HandingCalls calls;
     Helpers helpers;
     FakeDatabase &db = fake_database::instance();
-    RequestHandler handler(services::Database{calls, db, db, db, db}, &helpers);
+    RequestHandler handler(services::Database{calls, db, db, db, db, db}, &helpers);
     HttpResponse r = answer(handler, request("GET", "/q/slow", {{"x-api-key", "k"}}));
     ok(r.later != 0, "a call left for a helper is answered later");
     is(helpers.query, std::string("slow"), "the helper has it");
@@ -198,6 +267,7 @@ int main()
     routes(handler);
     calls(handler);
     described(handler);
+    sql_of_its_own(handler);
     handed_off();
     return tap::done();
 }
