@@ -290,8 +290,9 @@ void check_response(const HttpRequest &request, const HttpResponse &response, bo
         path.size() > 3 && path.compare(0, 3, "/q/") == 0 && path.find('/', 3) == std::string::npos;
     FUZZ_CHECK(!response.length_unknown); // only a HEAD of /events
     if (runner_called) {
-        // A call of /q/{name}, or an MCP tools/call refused by the caller's key or limits.
-        FUZZ_CHECK(!refused && (query_path || path == "/mcp"));
+        // A call of /q/{name} or POST /sql, or an MCP tools/call refused by the caller's key or
+        // limits.
+        FUZZ_CHECK(!refused && (query_path || path == "/sql" || path == "/mcp"));
         FUZZ_CHECK(!has_control(path));
         FUZZ_CHECK(request.method == "GET" || request.method == "POST");
         const CallRequest &call = fake_database::last;
