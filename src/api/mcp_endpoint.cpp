@@ -2,6 +2,7 @@
 #include "api/mcp_endpoint.hpp"
 
 #include "api/call_arguments.hpp"
+#include "api/sql_endpoint.hpp"
 #include "common/settings.hpp"
 #include "http/error_body.hpp"
 #include "api/limit_headers.hpp"
@@ -242,6 +243,7 @@ McpEndpoint::ToolOutcome McpEndpoint::call_sql_tool(Exchange &ex, CallRequest &c
             CallPath::note_result(ex.trace, result); // refused before anything ran
             return tool_answer(result, rpc_id, ex.response, ex.id);
         }
+        note_sql_call(ex, call.sql);
         result = path_.run(ex, call, rpc_id, name);
         if (ex.response.later != 0)
             return ToolOutcome::answered; // a write, or a slow read: as call_tool's

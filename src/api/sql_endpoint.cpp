@@ -6,11 +6,7 @@
 #include "common/settings.hpp"
 #include "http/error_body.hpp"
 
-namespace {
-
-// The statement as the run history keeps it (querygate.history_sql): a text may hold literal
-// values the caller typed, which the hash, by default, does not show.
-std::string as_history_keeps(const std::string &sql)
+std::string sql_as_history_keeps(const std::string &sql)
 {
     switch (settings::history_sql) {
     case settings::history_sql_text:
@@ -27,7 +23,14 @@ std::string as_history_keeps(const std::string &sql)
     }
 }
 
-} // namespace
+void note_sql_call(Exchange &ex, const std::string &sql)
+{
+    if (!ex.traced)
+        return;
+    ex.trace.adhoc = true;
+    if (settings::history)
+        ex.trace.sql = sql_as_history_keeps(sql);
+}
 
 void SqlEndpoint::handle(Exchange &ex)
 {
@@ -41,7 +44,7 @@ void SqlEndpoint::handle(Exchange &ex)
         return;
     }
     CallRequest call = path_.start_call(ex, std::string());
-    ex.trace.adhoc = ex.traced;
+    ex.trace.adhoc = ex.traced; // recorded as a call of SQL, whatever answers it
     if (path_.refused_without_credentials(ex, call))
         return;
     ApiError error = call_arguments::from_request(request, call, true);
@@ -53,8 +56,7 @@ void SqlEndpoint::handle(Exchange &ex)
         write_error(ex.response, error, ex.id);
         return;
     }
-    if (ex.traced && settings::history)
-        ex.trace.sql = as_history_keeps(call.sql);
+    note_sql_call(ex, call.sql);
     CallResult result = path_.run(ex, call);
     if (ex.response.later != 0)
         return; // answered when the helper's result is back

@@ -157,6 +157,14 @@ ok(!$result->{isError}, 'execute_sql answers') or diag(explain($res->{json}));
 is($result->{structuredContent}{rows}[0]{aid}, 2, 'the rows as structuredContent');
 like($result->{structuredContent}{rows}[0]{owner}, qr/^[0-9a-f]{64}$/, 'masked as the policy masks');
 ok(!$result->{structuredContent}{has_more}, 'with has_more');
+my $rid = $res->{headers}{'x-request-id'};
+my $recorded = '';
+QuerygateTest::poll_until(sub {
+	$recorded = $qg->sql(q{SELECT kind || '|' || coalesce(query, '-') || '|' || (sql LIKE 'sha256:%') FROM querygate.history WHERE request_id = }
+		  . QuerygateTest::sql_quote($rid));
+	return $recorded ne '';
+});
+is($recorded, 'sql|-|true', 'execute_sql is in the run history as SQL, by its hash');
 $res = rpc($key, 'tools/call', { name => 'execute_sql', arguments => { sql => 'SELECT aid FROM accounts ORDER BY aid', page_size => 2 } });
 is_deeply($res->{json}{result}{structuredContent}, { rows => [ { aid => 1 }, { aid => 2 } ], has_more => JSON::PP::true },
 	'paged as the saved queries\' tools are');
