@@ -444,7 +444,8 @@ void CallSteps::failed(const pg::PgError &e)
         result_ = std::move(moved);
         return;
     }
-    if (preparing_) // the caller's own text: what PostgreSQL says of it, unless it tells secrets
+    // The caller's own text: what PostgreSQL says of it, unless it tells secrets.
+    if (preparing_ && adhoc_statement_error(e.sqlerrcode))
         fail(adhoc_error(e, query_ == nullptr ? 0 : query_->param_names.size()));
     else
         fail(call_error(e, request_, query_, tools_.statement.progress()));

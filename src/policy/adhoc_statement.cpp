@@ -415,6 +415,14 @@ void check_adhoc_statement(const char *prepared_sql, int nparams, const Oid *all
         functions_walker(tree, &qc);
 }
 
+bool adhoc_statement_error(int sqlerrcode)
+{
+    const int category = ERRCODE_TO_CATEGORY(sqlerrcode);
+    return category == ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION ||
+           category == ERRCODE_DATA_EXCEPTION || category == ERRCODE_FEATURE_NOT_SUPPORTED ||
+           category == ERRCODE_PROGRAM_LIMIT_EXCEEDED || category == ERRCODE_INVALID_SCHEMA_NAME;
+}
+
 bool adhoc_hides_error(int sqlerrcode)
 {
     // What a name's lookup raises while a statement is analysed: no relation, no object (a role,

@@ -42,6 +42,12 @@ struct AdhocChecked {
 void check_adhoc_statement(const char *prepared_sql, int nparams, const Oid *allowed, int nallowed,
                            AdhocChecked *out);
 
+// Whether an error raised while an ad-hoc statement is scanned, parsed or analysed is about its
+// text (its syntax, names, types, or a limit it is past: SQLSTATE classes 42, 22, 0A, 54, 3F), and
+// so the caller's to hear; else it is about the call (a cancel, a stop, memory), answered as any
+// call's.
+bool adhoc_statement_error(int sqlerrcode);
+
 // Whether an error raised by check_adhoc_statement (its SQLSTATE, as ERRCODE_*) may say whether
 // something exists that the caller may not see (a relation, a role, a schema or a type that a
 // reg* lookup or a qualified name did not find): it is then answered as a refused name.
