@@ -11,9 +11,10 @@
 // ring's records in order from the oldest, reads them where they are (no copy: a batch's records
 // are a megabyte) and frees them once their rows are formed, and only then does the tail move past
 // them, so a producer never writes a slot that is being read. Records are fixed-size (about
-// 1.2 kB): names are cut at 63 bytes; the masked columns' list and the parameters are made to fit
-// by the runner (masked_room, params_room: history_values.hpp). Each text keeps its length, so that
-// the writer measures nothing; the texts are packed (Record).
+// 2.2 kB, a kilobyte of it for SQL a caller wrote): names are cut at 63 bytes; the masked columns'
+// list and the parameters are made to fit by the runner (masked_room, params_room:
+// history_values.hpp). Each text keeps its length, so that the writer measures nothing; the texts
+// are packed (Record).
 #pragma once
 
 #include "pg/pg_headers.hpp"
