@@ -92,12 +92,18 @@ bool listed(const char *const *names, size_t n, const char *name)
     return false;
 }
 
+// What a value of `type` holds: through a domain to its base type, and through an array to its
+// elements' (themselves through a domain).
+Oid held_type(Oid type)
+{
+    const Oid base = getBaseType(type);
+    const Oid element = get_element_type(base);
+    return OidIsValid(element) ? getBaseType(element) : base;
+}
+
 bool is_reg_type(Oid type)
 {
-    Oid base = getBaseType(type);
-    Oid element = get_element_type(base);
-    if (OidIsValid(element))
-        base = getBaseType(element);
+    const Oid base = held_type(type);
     for (Oid reg : reg_types)
         if (base == reg)
             return true;
@@ -110,11 +116,7 @@ bool is_reg_type(Oid type)
 // type.
 Oid row_type_relation(Oid type)
 {
-    Oid base = getBaseType(type);
-    Oid element = get_element_type(base);
-    if (OidIsValid(element))
-        base = getBaseType(element);
-    const Oid relid = get_typ_typrelid(base);
+    const Oid relid = get_typ_typrelid(held_type(type));
     if (!OidIsValid(relid) || get_rel_relkind(relid) == RELKIND_COMPOSITE_TYPE)
         return InvalidOid;
     return relid;
