@@ -101,8 +101,9 @@ std::string at_position(int position)
 ApiError refused_name(int position)
 {
     return api_errors::make(error_code::name_not_allowed,
-                            "the statement names a relation, schema, role or type that does not "
-                            "exist or that this caller's policy may not use" +
+                            "the statement names a relation, system column, schema, role, type "
+                            "or function that does not exist or that this caller's policy may "
+                            "not use" +
                                 at_position(position));
 }
 

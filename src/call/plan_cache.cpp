@@ -71,10 +71,11 @@ struct Fresh {
     int nhashes[trust_object_cache_count] = {};
 };
 
-// Prepares (unless keep_plan) and analyzes the query as the current role. Everything is made in
-// the transaction's memory and SPI's, and moved to memory that outlives the call only by the last
-// steps, which cannot fail: an error on the way leaves nothing behind for the abort to miss.
-void make_fresh(const CachedQuery &query, bool keep_plan, Fresh &f)
+// Prepares (unless keep_plan) and analyzes the query as the current role (from `analysed` when
+// given: see plan_for). Everything is made in the transaction's memory and SPI's, and moved to
+// memory that outlives the call only by the last steps, which cannot fail: an error on the way
+// leaves nothing behind for the abort to miss.
+void make_fresh(const CachedQuery &query, bool keep_plan, Query *analysed, Fresh &f)
 {
     const char *sql = query.prepared_sql.c_str();
     const int nparams = static_cast<int>(query.param_types.size());
@@ -105,7 +106,7 @@ void make_fresh(const CachedQuery &query, bool keep_plan, Fresh &f)
                                                    ALLOCSET_SMALL_SIZES);
         MemoryContext old_cxt = MemoryContextSwitchTo(f.analysis_context);
         f.analysis = static_cast<QueryAnalysis *>(palloc0(sizeof(QueryAnalysis)));
-        analyze_query(sql, nparams, types, saved_by, f.analysis);
+        analyze_analysed_query(analysed, sql, nparams, types, saved_by, f.analysis);
         const TrustDepends &d = f.analysis->trust_depends;
         const int counts[trust_object_cache_count] = {d.nfunctions, d.ntypes, 1};
         const Oid *oids[trust_object_cache_count] = {d.functions, d.types, &MyDatabaseId};
@@ -139,7 +140,7 @@ void PlanCache::start()
         CacheRegisterSyscacheCallback(cache, on_trust_global_changed, (Datum)0);
 }
 
-PlanEntry &PlanCache::plan_for(const CachedQuery &query, Oid role)
+PlanEntry &PlanCache::plan_for(const CachedQuery &query, Oid role, Query *analysed)
 {
     PlanEntry &entry = plans_[std::make_pair(query.name, role)];
     // Lock what the kept analysis depends on before asking whether it is fresh: the lock takes in
@@ -160,7 +161,7 @@ PlanEntry &PlanCache::plan_for(const CachedQuery &query, Oid role)
 
     const uint64_t epoch = analysis_epoch;
     Fresh f;
-    make_fresh(query, plan_ok, f); // throws with the entry untouched
+    make_fresh(query, plan_ok, analysed, f); // throws with the entry untouched
 
     // Watch every relation, function, domain and schema any kept analysis depends on, before the
     // entry is published: an entry that is not watched could go stale unnoticed. The lists may

@@ -127,7 +127,7 @@ void read_primary_key(Oid relid, RelationRow *out)
 
 void read_ancestors(Oid relid, RelationRow *out)
 {
-    List *ancestors = relation_ancestors(relid);
+    const List *ancestors = relation_ancestors(relid);
     const int n = list_length(ancestors);
     out->ancestor_schemas = static_cast<char **>(palloc0(sizeof(char *) * Max(n, 1)));
     out->ancestor_names = static_cast<char **>(palloc0(sizeof(char *) * Max(n, 1)));

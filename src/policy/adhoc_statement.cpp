@@ -146,12 +146,19 @@ bool stable_for_datetime(Oid funcid)
     return nargs > 0 && datetime;
 }
 
-// Whether an ad-hoc statement may call the function. Functions that are not built-in are the
-// saved queries' rules' to judge (function_effects.hpp).
+// A function, operator, aggregate, cast or type input/output that is not built-in: it can read any
+// table (function_effects.hpp), which a policy with an allow-list never runs.
+bool user_function(Oid funcid, void *context)
+{
+    if (funcid < FirstNormalObjectId)
+        return false;
+    *static_cast<Oid *>(context) = funcid;
+    return true;
+}
+
+// Whether an ad-hoc statement may call the built-in function.
 bool function_allowed(Oid funcid)
 {
-    if (funcid >= FirstNormalObjectId)
-        return true;
     const char volatility = func_volatile(funcid);
     if (volatility == PROVOLATILE_IMMUTABLE)
         return true;
@@ -342,6 +349,19 @@ bool names_walker(Node *node, QueryCheck *c)
         refuse(c->out, ADHOC_REFUSED_NAME, exprLocation(node));
         return true;
     }
+    // A system column (ctid, xmin, tableoid, ...): where a row is kept, which transaction wrote
+    // it, which partition holds it. None is a column the policy lists.
+    if (IsA(node, Var) && reinterpret_cast<Var *>(node)->varattno < 0) {
+        refuse(c->out, ADHOC_REFUSED_NAME, exprLocation(node));
+        return true;
+    }
+    // A function that is not built-in is never run, and is refused as one that does not exist is
+    // (adhoc_hides_error): the answer does not say which do.
+    Oid function = InvalidOid;
+    if (check_functions_in_node(node, user_function, &function)) {
+        refuse(c->out, ADHOC_REFUSED_NAME, exprLocation(node));
+        return true;
+    }
     return expression_tree_walker(node, WALKER(names_walker), c);
 }
 
@@ -390,6 +410,7 @@ void check_adhoc_statement(const char *prepared_sql, int nparams, const Oid *all
     out->refusal = ADHOC_ALLOWED;
     out->position = 0;
     out->function = nullptr;
+    out->query = nullptr;
     out->param_types = static_cast<Oid *>(palloc0(sizeof(Oid) * Max(nparams, 1)));
 
     // No error context callback: the worker runs no statement of its own around this one, so an
@@ -413,8 +434,8 @@ void check_adhoc_statement(const char *prepared_sql, int nparams, const Oid *all
     }
     QueryCheck qc = {&rc, out};
     Node *tree = reinterpret_cast<Node *>(query);
-    if (!names_walker(tree, &qc))
-        functions_walker(tree, &qc);
+    if (!names_walker(tree, &qc) && !functions_walker(tree, &qc))
+        out->query = query;
 }
 
 bool adhoc_statement_error(int sqlerrcode)
@@ -428,9 +449,10 @@ bool adhoc_statement_error(int sqlerrcode)
 bool adhoc_hides_error(int sqlerrcode)
 {
     // What a name's lookup raises while a statement is analysed: no relation, no object (a role,
-    // a type, a function's argument types), no schema, or no USAGE on a schema (said before the
-    // name in it is looked for).
+    // a type, a function's argument types), no function or operator of that name and argument
+    // types, no schema, or no USAGE on a schema (said before the name in it is looked for).
     return sqlerrcode == ERRCODE_UNDEFINED_TABLE || sqlerrcode == ERRCODE_UNDEFINED_OBJECT ||
-           sqlerrcode == ERRCODE_UNDEFINED_SCHEMA || sqlerrcode == ERRCODE_INVALID_SCHEMA_NAME ||
+           sqlerrcode == ERRCODE_UNDEFINED_FUNCTION || sqlerrcode == ERRCODE_UNDEFINED_SCHEMA ||
+           sqlerrcode == ERRCODE_INVALID_SCHEMA_NAME ||
            sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE;
 }

@@ -12,8 +12,10 @@
 //   (current_setting, pg_get_viewdef, has_table_privilege, pg_relation_size, ...): only those
 //   listed in adhoc_statement.cpp, and those that are stable only because dates and times depend
 //   on the time zone, are allowed; so are current_date and its kin, not current_user and its kin.
-//   Functions that are not built-in are judged as in saved queries (the allow-list refuses
-//   functions that read the database).
+//   A function that is not built-in can read any table (function_effects.hpp), so a policy with
+//   an allow-list never runs one: it is refused as a name, as one that does not exist is, so that
+//   a caller cannot tell which functions exist. System columns (ctid, xmin, tableoid) are refused
+//   as names too: where a row is kept, who wrote it, which partition holds it.
 // - Form: one SELECT, VALUES, INSERT, UPDATE, DELETE or MERGE.
 //
 // PostgreSQL-style code: runs inside the call's transaction, as the policy's role, with the
@@ -21,11 +23,15 @@
 #pragma once
 
 #include "pg/pg_headers.hpp"
+extern "C" {
+#include "nodes/parsenodes.h"
+}
 
 enum AdhocRefusal {
     ADHOC_ALLOWED = 0,
     ADHOC_NOT_ONE_STATEMENT, // not exactly one statement of the kinds above
-    ADHOC_REFUSED_NAME,      // a relation not allowed or not there, a reg* lookup
+    ADHOC_REFUSED_NAME,      // a relation not allowed or not there, a reg* lookup, a system
+                             // column, a function that is not built-in
     ADHOC_REFUSED_FUNCTION,  // a function the statement may not call
 };
 
@@ -34,6 +40,9 @@ struct AdhocChecked {
     int position;   // where in the prepared text (a character, from 1); 0: not known
     char *function; // ADHOC_REFUSED_FUNCTION: its name, as "name()"
     Oid *param_types;
+    // ADHOC_ALLOWED: the statement as parse analysis left it (with those parameter types), for
+    // the query's analysis to start from in the same transaction (PlanCache::plan_for).
+    Query *query;
 };
 
 // Parses and analyses `prepared_sql` ($1..$nparams), inferring the parameters' types, and checks

@@ -163,7 +163,7 @@ void read_table_column(RangeTblEntry *rte, AttrNumber attno, ColumnSet *set)
         return; // system columns (ctid, xmin, tableoid, ...) carry no table data
     add_column(set, rte->relid, attno);
     const char *name = get_attname(rte->relid, attno, false);
-    List *ancestors = relation_ancestors(rte->relid);
+    const List *ancestors = relation_ancestors(rte->relid);
     ColumnRef *inherited =
         static_cast<ColumnRef *>(palloc0(sizeof(ColumnRef) * Max(list_length(ancestors), 1)));
     int n = 0;

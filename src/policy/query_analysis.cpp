@@ -292,6 +292,12 @@ void record_params(const Uses *uses, QueryAnalysis *out)
 void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid saved_by,
                    QueryAnalysis *out)
 {
+    analyze_analysed_query(nullptr, sql, nparams, param_types, saved_by, out);
+}
+
+void analyze_analysed_query(Query *query, const char *sql, int nparams, const Oid *param_types,
+                            Oid saved_by, QueryAnalysis *out)
+{
     memset(out, 0, sizeof(*out));
 
     ErrorContextCallback callback;
@@ -301,7 +307,8 @@ void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid sav
     error_context_stack = &callback;
     pg::fault_point("analysis"); // a C++ exception with a callback pushed: see pg_guard.hpp
 
-    Query *query = parse_one(sql, nparams, param_types);
+    if (query == nullptr)
+        query = parse_one(sql, nparams, param_types);
     analyze_named(query, saved_by, param_types, nparams, out);
 
     // After rewrite (views expanded; the rewriter works on this tree in place).

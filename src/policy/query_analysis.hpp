@@ -152,3 +152,8 @@ struct QueryAnalysis {
 // trust (code_trust.hpp) is judged for the current user and a query saved by saved_by.
 void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid saved_by,
                    QueryAnalysis *out);
+
+// The same for a statement already parsed and analysed (parse analysis's Query of sql, with those
+// parameter types), which it consumes: the rewriter changes it in place.
+void analyze_analysed_query(Query *query, const char *sql, int nparams, const Oid *param_types,
+                            Oid saved_by, QueryAnalysis *out);

@@ -7,15 +7,20 @@ extern "C" {
 #include "access/relation.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_inherits.h"
 #include "rewrite/prs2lock.h"
 #include "rewrite/rewriteHandler.h"
+#include "storage/proc.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 }
 
-List *relation_ancestors(Oid relid)
+namespace {
+
+// From pg_inherits, nearest first.
+List *read_ancestors(Oid relid)
 {
     List *ancestors = NIL;
     List *pending = list_make1_oid(relid);
@@ -41,6 +46,46 @@ List *relation_ancestors(Oid relid)
     }
     table_close(inherits, AccessShareLock);
     return ancestors;
+}
+
+// The ancestors read in this command of this transaction, by relation: kept in the transaction's
+// memory, so they go with it, and looked up only while its local id and command id are the ones
+// they were read under (a later command may have attached a partition).
+struct AncestorsOf {
+    Oid relid;
+    List *ancestors;
+};
+struct AncestorsRead {
+    LocalTransactionId lxid = InvalidLocalTransactionId;
+    CommandId command = InvalidCommandId;
+    List *read = NIL; // of AncestorsOf
+};
+AncestorsRead ancestors_read;
+
+} // namespace
+
+const List *relation_ancestors(Oid relid)
+{
+    const CommandId command = GetCurrentCommandId(false);
+    if (ancestors_read.lxid != MyProc->lxid || ancestors_read.command != command) {
+        ancestors_read = AncestorsRead();
+        ancestors_read.lxid = MyProc->lxid;
+        ancestors_read.command = command;
+    }
+    ListCell *lc;
+    foreach (lc, ancestors_read.read) {
+        const AncestorsOf *of = static_cast<const AncestorsOf *>(lfirst(lc));
+        if (of->relid == relid)
+            return of->ancestors;
+    }
+    List *ancestors = read_ancestors(relid);
+    MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+    AncestorsOf *of = static_cast<AncestorsOf *>(palloc(sizeof(AncestorsOf)));
+    of->relid = relid;
+    of->ancestors = list_copy(ancestors);
+    ancestors_read.read = lappend(ancestors_read.read, of);
+    MemoryContextSwitchTo(old);
+    return of->ancestors;
 }
 
 Query *matview_query(Oid relid)

@@ -13,8 +13,10 @@ extern "C" {
 
 // Every table relid inherits from, at any depth, each once, nearest first (an OID list; NIL for a
 // table with none). Read from pg_inherits, so a partition attached later has its parent's from then
-// on (the attach invalidates the relation, and so every analysis that read it).
-List *relation_ancestors(Oid relid);
+// on (the attach invalidates the relation, and so every analysis that read it). Read once per
+// command of the transaction: an analysis asks again at every column of the table it reads. The
+// list is shared by those asking: read it, do not change it.
+const List *relation_ancestors(Oid relid);
 
 // The defining query of materialized view relid, with the views it reads expanded as the planner
 // would (the rewriter), or nullptr when it cannot be read.

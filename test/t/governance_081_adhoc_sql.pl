@@ -23,6 +23,9 @@ $qg->sql(q{
 	INSERT INTO accounts SELECT g, (g - 1) / 5 + 1, 100 * g, 'owner-' || g FROM generate_series(1, 10) g;
 	INSERT INTO secrets SELECT g, 'secret-' || g FROM generate_series(1, 3) g;
 	GRANT SELECT, UPDATE ON accounts, secrets TO adhoc_reader;
+	CREATE FUNCTION twice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
+	CREATE FUNCTION plus_one(int, int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 + $2';
+	CREATE OPERATOR =#= (leftarg = int, rightarg = int, function = plus_one);
 });
 my $plain = $qg->access(policy => 'plain', run_as => 'adhoc_reader');
 my $key = $qg->access(policy => 'analyst', run_as => 'adhoc_reader');
@@ -97,6 +100,12 @@ my @names = (
 	[ "an array of a table's row type", 'SELECT NULL::secrets[] AS r', 'an array of nothing', 'SELECT NULL::nosuchx[] AS r' ],
 	[ "a column of a table's row type", 'SELECT (NULL::secrets).secret AS r', "a column of nothing's",
 		'SELECT (NULL::nosuchx).secret AS r' ],
+	[ 'a function that is not built-in', 'SELECT twice(aid) AS v FROM accounts', 'a function that is not there',
+		'SELECT thrice(aid) AS v FROM accounts' ],
+	[ 'an operator that is not built-in', 'SELECT aid =#= 1 AS v FROM accounts', 'an operator that is not there',
+		'SELECT aid =%= 1 AS v FROM accounts' ],
+	[ 'a built-in of other argument types', 'SELECT twice(aid) AS v FROM accounts', 'a built-in of argument types it lacks',
+		'SELECT lower(aid) AS v FROM accounts' ],
 );
 for my $n (@names)
 {
@@ -108,6 +117,14 @@ for my $n (@names)
 	is(QuerygateTest::body_without_request_id($b), QuerygateTest::body_without_request_id($a),
 		"$what and $other: the same answer");
 }
+for my $column ('xmin', 'ctid', 'tableoid')
+{
+	$res = sql_call("SELECT aid, $column FROM accounts WHERE aid = 1");
+	$qg->expect_error($res, 403, 'name_not_allowed', "the system column $column",
+		names => qr/system column.*at character 13/);
+}
+$res = sql_call('SELECT aid FROM accounts WHERE ctid = $$(0,1)$$::tid');
+$qg->expect_error($res, 403, 'name_not_allowed', 'a system column in a predicate');
 $res = sql_call('SELECT 1259::oid::regclass AS r');
 $qg->expect_error($res, 403, 'name_not_allowed', 'an oid turned into a name');
 $res = sql_call('WITH secrets AS (SELECT 1 AS id) SELECT id FROM secrets');
