@@ -87,8 +87,8 @@ bool AdhocStatements::stale(const AdhocStatement &statement, uint64_t generation
     return !statement.checked || statement.generation != generation || statement.epoch != epoch;
 }
 
-Query *AdhocStatements::check(AdhocStatement &statement, const CachedPolicy &policy,
-                              uint64_t generation, uint64_t epoch)
+ParsedStatement AdhocStatements::check(AdhocStatement &statement, const CachedPolicy &policy,
+                                       uint64_t generation, uint64_t epoch)
 {
     CachedQuery &query = statement.query;
     const std::vector<RelationId> &allowed = policy.adhoc_rules.allowed_tables;
@@ -128,5 +128,5 @@ Query *AdhocStatements::check(AdhocStatement &statement, const CachedPolicy &pol
     statement.generation = generation;
     statement.epoch = epoch;
     statement.checked = true;
-    return out.query;
+    return out.parsed;
 }

@@ -41,12 +41,12 @@ class AdhocStatements {
     // Whether the statement's checks must be made (again) before it runs.
     static bool stale(const AdhocStatement &statement, uint64_t generation, uint64_t epoch);
     // Makes its checks, as the policy's role with the statement's search_path (inside the call's
-    // transaction): the parameters' types and what is refused. Returns the statement as parse
-    // analysis left it when it is allowed (for PlanCache::plan_for, in this transaction only),
-    // else nullptr. Throws pg::PgError (PostgreSQL's parser and analyzer; adhoc_hides_error says
-    // which errors must not be told).
-    static Query *check(AdhocStatement &statement, const CachedPolicy &policy, uint64_t generation,
-                        uint64_t epoch);
+    // transaction): the parameters' types and what is refused. Returns the statement parsed and
+    // analysed when it is allowed (for PlanCache::plan_for, in this transaction only), else
+    // nulls. Throws pg::PgError (PostgreSQL's parser and analyzer; adhoc_hides_error says which
+    // errors must not be told).
+    static ParsedStatement check(AdhocStatement &statement, const CachedPolicy &policy,
+                                 uint64_t generation, uint64_t epoch);
 
     // The texts' bytes a worker keeps at most (each statement's key, text and text as run).
     static constexpr std::size_t kept_bytes_max = 64 * 1024 * 1024;

@@ -316,7 +316,7 @@ CallSteps::Next CallSteps::checked_statement()
     const uint64_t epoch = PlanCache::epoch();
     if (AdhocStatements::stale(*adhoc_, generation, epoch)) {
         preparing_ = true;
-        analysed_ = AdhocStatements::check(*adhoc_, *checks_.caller.policy, generation, epoch);
+        parsed_ = AdhocStatements::check(*adhoc_, *checks_.caller.policy, generation, epoch);
         preparing_ = false;
     }
     return answer_if(adhoc_refusal(*adhoc_));
@@ -325,9 +325,11 @@ CallSteps::Next CallSteps::checked_statement()
 CallSteps::Next CallSteps::plan()
 {
     const CachedPolicy &policy = *checks_.caller.policy;
-    // The checks' parse analysis of a statement just checked, used once (it is consumed).
-    Query *analysed = std::exchange(analysed_, nullptr);
-    entry_ = &tools_.plans.plan_for(*query_, policy.run_as, analysed);
+    // A statement just checked is planned and analysed from the checks' parse, once (it is
+    // consumed).
+    const ParsedStatement parsed = std::exchange(parsed_, ParsedStatement{});
+    entry_ =
+        &tools_.plans.plan_for(*query_, policy.run_as, parsed.query != nullptr ? &parsed : nullptr);
     // SQL the caller wrote is judged by the policy's rules for it: its own write operations.
     decision_ = &tools_.plans.decision_for(*entry_, policy.name,
                                            adhoc_ != nullptr ? policy.adhoc_rules : policy.rules,

@@ -114,7 +114,7 @@ class CallSteps {
     CallResult result_;
     const CachedQuery *query_ = nullptr;
     AdhocStatement *adhoc_ = nullptr; // the request's SQL, when it sent some: query_ is its query
-    Query *analysed_ = nullptr;       // its parse analysis by this call's checks, until planned
+    ParsedStatement parsed_{};        // it parsed and analysed by this call's checks, until planned
     // An ad-hoc statement is being scanned or checked: PostgreSQL's error is about its text.
     bool preparing_ = false;
     std::vector<BoundParam> values_;

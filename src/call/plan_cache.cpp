@@ -9,6 +9,7 @@ extern "C" {
 }
 
 #include "pg/pg_guard.hpp"
+#include "pg/spi_plan.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -71,11 +72,25 @@ struct Fresh {
     int nhashes[trust_object_cache_count] = {};
 };
 
-// Prepares (unless keep_plan) and analyzes the query as the current role (from `analysed` when
-// given: see plan_for). Everything is made in the transaction's memory and SPI's, and moved to
-// memory that outlives the call only by the last steps, which cannot fail: an error on the way
-// leaves nothing behind for the abort to miss.
-void make_fresh(const CachedQuery &query, bool keep_plan, Query *analysed, Fresh &f)
+// A plan made from a parsed statement once the rewriter has left it (spi_plan.hpp).
+struct PlanFromParsed {
+    CachedPlanSource *source;
+    int nparams;
+    const Oid *types;
+    SPIPlanPtr plan;
+};
+
+void complete_plan(List *rewritten, void *arg)
+{
+    PlanFromParsed *p = static_cast<PlanFromParsed *>(arg);
+    p->plan = spi_plan_complete(p->source, rewritten, p->nparams, p->types);
+}
+
+// Prepares (unless keep_plan) and analyzes the query as the current role: from its text, or from
+// `parsed` when given (see plan_for). Everything is made in the transaction's memory and SPI's,
+// and moved to memory that outlives the call only by the last steps, which cannot fail: an error
+// on the way leaves nothing behind for the abort to miss.
+void make_fresh(const CachedQuery &query, bool keep_plan, const ParsedStatement *parsed, Fresh &f)
 {
     const char *sql = query.prepared_sql.c_str();
     const int nparams = static_cast<int>(query.param_types.size());
@@ -83,11 +98,16 @@ void make_fresh(const CachedQuery &query, bool keep_plan, Query *analysed, Fresh
     const Oid saved_by = query.saved_by;
     pg::guard([&] {
         SPIPlanPtr plan = nullptr;
+        PlanFromParsed from_parsed = {nullptr, nparams, types, nullptr};
         if (!keep_plan) {
-            plan = SPI_prepare(sql, nparams, types);
-            if (plan == nullptr)
-                elog(ERROR, "querygate: could not prepare saved query: %s",
-                     SPI_result_code_string(SPI_result));
+            if (parsed != nullptr) {
+                from_parsed.source = spi_plan_begin(parsed->raw, sql);
+            } else {
+                plan = SPI_prepare(sql, nparams, types);
+                if (plan == nullptr)
+                    elog(ERROR, "querygate: could not prepare saved query: %s",
+                         SPI_result_code_string(SPI_result));
+            }
             f.plan_context = AllocSetContextCreate(CurTransactionContext, "querygate plan inputs",
                                                    ALLOCSET_SMALL_SIZES);
             f.input = static_cast<FmgrInfo *>(
@@ -106,7 +126,11 @@ void make_fresh(const CachedQuery &query, bool keep_plan, Query *analysed, Fresh
                                                    ALLOCSET_SMALL_SIZES);
         MemoryContext old_cxt = MemoryContextSwitchTo(f.analysis_context);
         f.analysis = static_cast<QueryAnalysis *>(palloc0(sizeof(QueryAnalysis)));
-        analyze_analysed_query(analysed, sql, nparams, types, saved_by, f.analysis);
+        analyze_analysed_query(
+            parsed != nullptr ? parsed->query : nullptr, sql, nparams, types, saved_by, f.analysis,
+            from_parsed.source != nullptr ? complete_plan : nullptr, &from_parsed);
+        if (from_parsed.source != nullptr)
+            plan = from_parsed.plan;
         const TrustDepends &d = f.analysis->trust_depends;
         const int counts[trust_object_cache_count] = {d.nfunctions, d.ntypes, 1};
         const Oid *oids[trust_object_cache_count] = {d.functions, d.types, &MyDatabaseId};
@@ -140,7 +164,7 @@ void PlanCache::start()
         CacheRegisterSyscacheCallback(cache, on_trust_global_changed, (Datum)0);
 }
 
-PlanEntry &PlanCache::plan_for(const CachedQuery &query, Oid role, Query *analysed)
+PlanEntry &PlanCache::plan_for(const CachedQuery &query, Oid role, const ParsedStatement *parsed)
 {
     PlanEntry &entry = plans_[std::make_pair(query.name, role)];
     // Lock what the kept analysis depends on before asking whether it is fresh: the lock takes in
@@ -161,7 +185,7 @@ PlanEntry &PlanCache::plan_for(const CachedQuery &query, Oid role, Query *analys
 
     const uint64_t epoch = analysis_epoch;
     Fresh f;
-    make_fresh(query, plan_ok, analysed, f); // throws with the entry untouched
+    make_fresh(query, plan_ok, parsed, f); // throws with the entry untouched
 
     // Watch every relation, function, domain and schema any kept analysis depends on, before the
     // entry is published: an entry that is not watched could go stale unnoticed. The lists may

@@ -45,11 +45,12 @@ class PlanCache {
     // Registers the invalidation callbacks; once per worker, after connecting to the database.
     void start();
     // The fresh entry for a query as a role, made or remade as needed. Inside the call's
-    // transaction and SPI connection, as the role. `analysed`, when given, is the query's text as
-    // parse analysis left it in this transaction, as this role, with the query's parameter types
-    // (an ad-hoc statement's checks made it): an analysis made now starts from it, and consumes
-    // it. Throws pg::PgError (the entry is then unchanged).
-    PlanEntry &plan_for(const CachedQuery &query, Oid role, Query *analysed = nullptr);
+    // transaction and SPI connection, as the role. `parsed`, when given, is the query's text
+    // parsed and analysed in this transaction, as this role, with the query's parameter types (an
+    // ad-hoc statement's checks made it): a plan and an analysis made now start from it instead of
+    // the text, and consume it. Throws pg::PgError (the entry is then unchanged).
+    PlanEntry &plan_for(const CachedQuery &query, Oid role,
+                        const ParsedStatement *parsed = nullptr);
     // Whether the query as the role is a write by an entry that is still fresh: a worker then
     // hands a call to a helper without planning it (QueryRunner::run). Any transaction.
     bool known_write(const CachedQuery &query, Oid role) const;

@@ -410,7 +410,7 @@ void check_adhoc_statement(const char *prepared_sql, int nparams, const Oid *all
     out->refusal = ADHOC_ALLOWED;
     out->position = 0;
     out->function = nullptr;
-    out->query = nullptr;
+    out->parsed = {nullptr, nullptr};
     out->param_types = static_cast<Oid *>(palloc0(sizeof(Oid) * Max(nparams, 1)));
 
     // No error context callback: the worker runs no statement of its own around this one, so an
@@ -426,6 +426,8 @@ void check_adhoc_statement(const char *prepared_sql, int nparams, const Oid *all
     if (raw_walker(stmt->stmt, &rc))
         return;
 
+    // Parse analysis changes the tree it is given: a plan is made from the tree as parsed.
+    RawStmt *as_parsed = static_cast<RawStmt *>(copyObjectImpl(stmt));
     int ntypes = nparams;
     Query *query = parse_analyze_varparams(stmt, prepared_sql, &out->param_types, &ntypes, nullptr);
     if (query->commandType == CMD_UTILITY) { // SELECT INTO
@@ -435,7 +437,7 @@ void check_adhoc_statement(const char *prepared_sql, int nparams, const Oid *all
     QueryCheck qc = {&rc, out};
     Node *tree = reinterpret_cast<Node *>(query);
     if (!names_walker(tree, &qc) && !functions_walker(tree, &qc))
-        out->query = query;
+        out->parsed = {as_parsed, query};
 }
 
 bool adhoc_statement_error(int sqlerrcode)

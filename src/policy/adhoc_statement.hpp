@@ -23,9 +23,8 @@
 #pragma once
 
 #include "pg/pg_headers.hpp"
-extern "C" {
-#include "nodes/parsenodes.h"
-}
+
+#include "policy/query_analysis.hpp"
 
 enum AdhocRefusal {
     ADHOC_ALLOWED = 0,
@@ -40,9 +39,9 @@ struct AdhocChecked {
     int position;   // where in the prepared text (a character, from 1); 0: not known
     char *function; // ADHOC_REFUSED_FUNCTION: its name, as "name()"
     Oid *param_types;
-    // ADHOC_ALLOWED: the statement as parse analysis left it (with those parameter types), for
-    // the query's analysis to start from in the same transaction (PlanCache::plan_for).
-    Query *query;
+    // ADHOC_ALLOWED: the statement parsed and analysed (with those parameter types), for its
+    // plan and the policy's analysis to start from in the same transaction (PlanCache::plan_for).
+    ParsedStatement parsed;
 };
 
 // Parses and analyses `prepared_sql` ($1..$nparams), inferring the parameters' types, and checks

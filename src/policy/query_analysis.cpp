@@ -292,11 +292,11 @@ void record_params(const Uses *uses, QueryAnalysis *out)
 void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid saved_by,
                    QueryAnalysis *out)
 {
-    analyze_analysed_query(nullptr, sql, nparams, param_types, saved_by, out);
+    analyze_analysed_query(nullptr, sql, nparams, param_types, saved_by, out, nullptr, nullptr);
 }
 
 void analyze_analysed_query(Query *query, const char *sql, int nparams, const Oid *param_types,
-                            Oid saved_by, QueryAnalysis *out)
+                            Oid saved_by, QueryAnalysis *out, RewrittenHook on_rewritten, void *arg)
 {
     memset(out, 0, sizeof(*out));
 
@@ -313,6 +313,8 @@ void analyze_analysed_query(Query *query, const char *sql, int nparams, const Oi
 
     // After rewrite (views expanded; the rewriter works on this tree in place).
     List *rewritten = QueryRewrite(query);
+    if (on_rewritten != nullptr)
+        on_rewritten(rewritten, arg);
     Uses uses;
     memset(&uses, 0, sizeof(uses));
     uses.nparams = nparams;

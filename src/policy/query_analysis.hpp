@@ -9,6 +9,7 @@
 #include "rules/write_ops.hpp"
 extern "C" {
 #include "access/attnum.h"
+#include "nodes/parsenodes.h"
 }
 
 #include "policy/code_trust.hpp"
@@ -153,7 +154,19 @@ struct QueryAnalysis {
 void analyze_query(const char *sql, int nparams, const Oid *param_types, Oid saved_by,
                    QueryAnalysis *out);
 
+// A statement parsed and analysed already: the raw statement as the parser made it (a copy taken
+// before parse analysis, which changes its input) and parse analysis's Query of it.
+struct ParsedStatement {
+    RawStmt *raw;
+    Query *query;
+};
+
+// Called with the statement as the rewriter left it, before the analysis reads it.
+typedef void (*RewrittenHook)(List *rewritten, void *arg);
+
 // The same for a statement already parsed and analysed (parse analysis's Query of sql, with those
-// parameter types), which it consumes: the rewriter changes it in place.
+// parameter types), which it consumes: the rewriter changes it in place. `on_rewritten` (when not
+// null) sees the rewritten statement first, to make a plan of it.
 void analyze_analysed_query(Query *query, const char *sql, int nparams, const Oid *param_types,
-                            Oid saved_by, QueryAnalysis *out);
+                            Oid saved_by, QueryAnalysis *out, RewrittenHook on_rewritten,
+                            void *arg);
