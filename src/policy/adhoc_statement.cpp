@@ -327,6 +327,22 @@ const char *identity_function(const SQLValueFunction *svf)
     }
 }
 
+// Where a call is written: an operator's own place, where exprLocation gives its left operand's
+// (PostgreSQL's "operator does not exist" points at the operator).
+int call_location(Node *node)
+{
+    switch (nodeTag(node)) {
+    case T_OpExpr:
+    case T_DistinctExpr:
+    case T_NullIfExpr:
+        return reinterpret_cast<OpExpr *>(node)->location;
+    case T_ScalarArrayOpExpr:
+        return reinterpret_cast<ScalarArrayOpExpr *>(node)->location;
+    default:
+        return exprLocation(node);
+    }
+}
+
 // Names first, over the whole statement: a lookup that found something is then refused as one
 // that found nothing (an error while the statement was analysed) is, whatever else it holds.
 bool names_walker(Node *node, QueryCheck *c)
@@ -359,7 +375,7 @@ bool names_walker(Node *node, QueryCheck *c)
     // (adhoc_hides_error): the answer does not say which do.
     Oid function = InvalidOid;
     if (check_functions_in_node(node, user_function, &function)) {
-        refuse(c->out, ADHOC_REFUSED_NAME, exprLocation(node));
+        refuse(c->out, ADHOC_REFUSED_NAME, call_location(node));
         return true;
     }
     return expression_tree_walker(node, WALKER(names_walker), c);
