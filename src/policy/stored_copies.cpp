@@ -68,6 +68,17 @@ const List *relation_ancestors(Oid relid)
 {
     const CommandId command = GetCurrentCommandId(false);
     if (ancestors_read.lxid != MyProc->lxid || ancestors_read.command != command) {
+        // A later command of the same transaction: what the earlier one read is freed, so that a
+        // long transaction does not keep every command's.
+        if (ancestors_read.lxid == MyProc->lxid) {
+            ListCell *lc;
+            foreach (lc, ancestors_read.read) {
+                AncestorsOf *of = static_cast<AncestorsOf *>(lfirst(lc));
+                list_free(of->ancestors);
+                pfree(of);
+            }
+            list_free(ancestors_read.read);
+        }
         ancestors_read = AncestorsRead();
         ancestors_read.lxid = MyProc->lxid;
         ancestors_read.command = command;
