@@ -469,11 +469,13 @@ CREATE VIEW keys AS
       FROM api_key k LEFT JOIN policy p ON p.name = k.policy;
 
 -- The calls every worker counted (shared memory, from the start of the server or the last
--- stat_reset()), per saved query and policy, as pg_stat_statements counts statements: times in
--- milliseconds, stddev_time the population's. Only calls by a caller whose policy may call the
--- query are here (GET /metrics sums them by query).
+-- stat_reset()), per saved query and policy (kind 'query'), and per policy for SQL callers wrote
+-- (kind 'sql', query NULL: a statement is no name to count by, and its text may hold values the
+-- caller typed), as pg_stat_statements counts statements: times in milliseconds, stddev_time the
+-- population's. Only calls by a caller whose policy may call the query, or takes SQL
+-- (grant_adhoc), are here (GET /metrics sums them by kind and query).
 CREATE FUNCTION stat_queries(
-    OUT query text, OUT policy text, OUT calls bigint, OUT errors bigint,
+    OUT kind text, OUT query text, OUT policy text, OUT calls bigint, OUT errors bigint,
     OUT errors_by_code jsonb, OUT rows bigint, OUT bytes bigint, OUT total_time double precision,
     OUT min_time double precision, OUT max_time double precision,
     OUT mean_time double precision, OUT stddev_time double precision)

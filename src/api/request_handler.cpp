@@ -2,6 +2,7 @@
 #include "api/request_handler.hpp"
 
 #include "common/chars.hpp"
+#include "common/metrics.hpp"
 #include "common/settings.hpp"
 #include "http/error_body.hpp"
 
@@ -188,6 +189,10 @@ void RequestHandler::log_answer(const Trace &logged, const HttpResponse &respons
     access_log::Record r;
     r.method = logged.method;
     r.path = logged.path;
+    if (logged.adhoc)
+        r.kind = metrics::kind_name(metrics::CallKind::sql);
+    else if (!logged.query.empty())
+        r.kind = metrics::kind_name(metrics::CallKind::query);
     r.query = logged.query;
     r.status = response.status;
     r.code = response.error_code;

@@ -116,13 +116,16 @@ long long microseconds_since(std::chrono::steady_clock::time_point from)
         .count();
 }
 
-// Counts a call of a query a caller's policy may call (stat_table.hpp); others are counted only
-// by their worker.
-void record_call(const CachedQuery &query, const CachedPolicy &policy, const CallResult &result,
+// Counts a call of a query a caller's policy may call, or of SQL (query nullptr) by a caller whose
+// policy takes SQL (stat_table.hpp); others are counted only by their worker.
+void record_call(const CachedQuery *query, const CachedPolicy &policy, const CallResult &result,
                  std::chrono::steady_clock::time_point started) noexcept
 {
     stat_table::Call call;
-    call.query = query.name;
+    if (query != nullptr)
+        call.query = query->name;
+    else
+        call.kind = metrics::CallKind::sql; // never its per-worker name, nor its text
     call.policy = policy.name;
     call.code = result.error.set() ? result.error.code.c_str() : nullptr;
     call.duration_us = microseconds_since(started);
@@ -504,8 +507,17 @@ CallResult CallSteps::answer()
     // is counted by the helper that runs it.
     if (!result_.for_helper) {
         limit_table::release(result_.limit_hold);
-        if (query_ != nullptr && adhoc_ == nullptr && caller.policy != nullptr)
-            record_call(*query_, *caller.policy, result_, started_);
+        // SQL is counted when the caller's policy takes SQL, refused by a limit or by its checks
+        // too, as a granted query's calls are; from any other policy it is not, as a query it is
+        // not granted.
+        if (caller.policy != nullptr) {
+            if (request_.sql.empty()) {
+                if (query_ != nullptr)
+                    record_call(query_, *caller.policy, result_, started_);
+            } else if (caller.policy->adhoc) {
+                record_call(nullptr, *caller.policy, result_, started_);
+            }
+        }
     }
     return std::move(result_);
 }

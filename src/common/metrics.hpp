@@ -44,8 +44,21 @@ inline const char *slot_code(int slot)
     return slot <= 0 || slot >= code_slots ? "ok" : error_code::all[slot - 1].code;
 }
 
+// What a caller called: a saved query, by its name, or SQL it wrote (POST /sql, MCP's
+// execute_sql), counted per policy under the kind alone. SQL has no name a statistic could keep:
+// its per-worker name means nothing, and its text is the caller's, unbounded, and may hold
+// values it typed.
+enum class CallKind : uint8_t { query = 0, sql = 1 };
+
+// The kind as the views, the run history and /metrics spell it.
+inline const char *kind_name(CallKind kind)
+{
+    return kind == CallKind::sql ? "sql" : "query";
+}
+
 struct QueryStats {
-    std::string query;
+    CallKind kind = CallKind::query;
+    std::string query; // empty for SQL
     std::string policy;
     uint64_t calls = 0;
     uint64_t by_code[code_slots] = {}; // calls by how they ended (code_slot)

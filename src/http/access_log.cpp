@@ -59,15 +59,11 @@ void format(const Record &r, int format, std::string &out)
 {
     out.clear();
     const long long us = r.duration_us < 0 ? 0 : r.duration_us;
-    const std::string_view named[][2] = {{"method", r.method},
-                                         {"path", r.path},
-                                         {"query", r.query},
-                                         {"code", r.code},
-                                         {"key", r.key},
-                                         {"policy", r.policy},
-                                         {"request_id", r.request_id},
-                                         {"client", r.client},
-                                         {"reason", r.reason}};
+    const std::string_view named[][2] = {{"method", r.method}, {"path", r.path},
+                                         {"kind", r.kind},     {"query", r.query},
+                                         {"code", r.code},     {"key", r.key},
+                                         {"policy", r.policy}, {"request_id", r.request_id},
+                                         {"client", r.client}, {"reason", r.reason}};
     const bool as_json = format == settings::log_json;
     out.append(as_json ? "{\"status\":" : "querygate request: status=");
     out.append(std::to_string(r.status));

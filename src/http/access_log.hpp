@@ -1,8 +1,9 @@
 // The access log (querygate.log_requests): one line per request answered, in the server log: the
-// method and path, the saved query, the status and error code, the time the answer took, the key's
-// name (never its secret) and the policy, the request id, the caller's address. Plain C++: the
-// record, which requests the setting asks for, and the line; the worker writes it
-// (worker/access_log_sink.hpp).
+// method and path, what it called (the kind of call, and the saved query's name; never the text of
+// SQL a caller wrote, which may hold values it typed), the status and error code, the time the
+// answer took, the key's name (never its secret) and the policy, the request id, the caller's
+// address. Plain C++: the record, which requests the setting asks for, and the line; the worker
+// writes it (worker/access_log_sink.hpp).
 //
 // The line is "key=value" words after "querygate request:", each value bare when it holds only
 // name characters and a JSON string otherwise, so nothing a caller sends (a path, a method) can end
@@ -19,7 +20,11 @@ namespace access_log {
 struct Record {
     std::string_view method;
     std::string_view path;
-    std::string_view query; // the saved query's name; empty when the request was not a call
+    // What the request called: "query" (a saved query, named by query) or "sql" (SQL the caller
+    // wrote, which has no name), as metrics::kind_name spells them; both empty when the request
+    // was not a call.
+    std::string_view kind;
+    std::string_view query;
     int status = 0;
     std::string_view code;   // the error's code; empty on success
     std::string_view key;    // the key's name ("jwt" for a token); empty when none was accepted

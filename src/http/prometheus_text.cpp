@@ -5,14 +5,16 @@
 
 #include <charconv>
 #include <cstdint>
+#include <initializer_list>
 
 namespace prometheus_text {
 
 namespace {
 
-// A query's calls summed over the policies that made them.
+// A query's calls, or SQL's, summed over the policies that made them.
 struct QueryTotals {
-    const std::string *query = nullptr;
+    metrics::CallKind kind = metrics::CallKind::query;
+    const std::string *query = nullptr; // empty for SQL
     uint64_t by_code[metrics::code_slots] = {};
     uint64_t buckets[metrics::duration_buckets] = {};
     uint64_t calls = 0;
@@ -44,28 +46,44 @@ void family(std::string &out, const char *name, const char *type, const char *he
     out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
 }
 
-// name{label="value"[,label2="value2"]} — the sample's start, up to its value.
-void sample(std::string &out, const char *name, const char *label, const std::string &value,
-            const char *label2 = nullptr, const std::string *value2 = nullptr)
+struct Label {
+    const char *name;
+    std::string_view value;
+};
+
+// name{label="value",...} — the sample's start, up to its value.
+void sample(std::string &out, const char *name, std::initializer_list<Label> labels)
 {
-    out.append(name).append("{").append(label).append("=\"");
-    append_label_value(out, value);
-    out.append("\"");
-    if (label2 != nullptr) {
-        out.append(",").append(label2).append("=\"");
-        append_label_value(out, *value2);
-        out.append("\"");
+    out.append(name).push_back('{');
+    const char *comma = "";
+    for (const Label &l : labels) {
+        out.append(comma).append(l.name).append("=\"");
+        append_label_value(out, l.value);
+        out.push_back('"');
+        comma = ",";
     }
     out.append("} ");
+}
+
+// A per-query family's sample: its kind and query first, then one more label if any.
+void query_sample(std::string &out, const char *name, const QueryTotals &t,
+                  const char *label = nullptr, const std::string *value = nullptr)
+{
+    const char *kind = metrics::kind_name(t.kind);
+    if (label == nullptr)
+        sample(out, name, {{"kind", kind}, {"query", *t.query}});
+    else
+        sample(out, name, {{"kind", kind}, {"query", *t.query}, {label, *value}});
 }
 
 std::vector<QueryTotals> by_query(const std::vector<metrics::QueryStats> &queries)
 {
     std::vector<QueryTotals> totals;
     for (const metrics::QueryStats &q : queries) {
-        // The snapshot is sorted by query, then policy: a query's entries are neighbours.
-        if (totals.empty() || *totals.back().query != q.query) {
+        // The snapshot is sorted by kind, query, then policy: a query's entries are neighbours.
+        if (totals.empty() || totals.back().kind != q.kind || *totals.back().query != q.query) {
             totals.emplace_back();
+            totals.back().kind = q.kind;
             totals.back().query = &q.query;
         }
         QueryTotals &t = totals.back();
@@ -96,7 +114,7 @@ void query_counter(std::string &out, const std::vector<QueryTotals> &totals,
 {
     family(out, name, "counter", help);
     for (const QueryTotals &t : totals) {
-        sample(out, name, "query", *t.query);
+        query_sample(out, name, t);
         append_number(out, t.*member);
         out.push_back('\n');
     }
@@ -105,13 +123,14 @@ void query_counter(std::string &out, const std::vector<QueryTotals> &totals,
 void render_queries(const std::vector<QueryTotals> &totals, std::string &out)
 {
     family(out, "querygate_calls_total", "counter",
-           "Calls of saved queries by callers allowed to call them, by query and the code they "
-           "ended with (ok for success).");
+           "Calls by callers allowed to make them: of saved queries (kind query, by query) and of "
+           "SQL the callers wrote (kind sql, query empty), by the code they ended with (ok for "
+           "success).");
     for (const QueryTotals &t : totals)
         for (int i = 0; i < metrics::code_slots; i++)
             if (i == 0 || t.by_code[i] != 0) {
                 const std::string code = metrics::slot_code(i);
-                sample(out, "querygate_calls_total", "query", *t.query, "code", &code);
+                query_sample(out, "querygate_calls_total", t, "code", &code);
                 append_number(out, t.by_code[i]);
                 out.push_back('\n');
             }
@@ -127,14 +146,14 @@ void render_queries(const std::vector<QueryTotals> &totals, std::string &out)
                 append_number(le, metrics::duration_bounds[i]);
             else
                 le = "+Inf";
-            sample(out, "querygate_call_duration_seconds_bucket", "query", *t.query, "le", &le);
+            query_sample(out, "querygate_call_duration_seconds_bucket", t, "le", &le);
             append_number(out, cumulative);
             out.push_back('\n');
         }
-        sample(out, "querygate_call_duration_seconds_sum", "query", *t.query);
+        query_sample(out, "querygate_call_duration_seconds_sum", t);
         append_number(out, t.seconds);
         out.push_back('\n');
-        sample(out, "querygate_call_duration_seconds_count", "query", *t.query);
+        query_sample(out, "querygate_call_duration_seconds_count", t);
         append_number(out, t.calls);
         out.push_back('\n');
     }
@@ -184,7 +203,7 @@ void render_workers(const std::vector<metrics::WorkerStats> &workers, std::strin
     for (const Column &c : columns) {
         family(out, c.name, c.type, c.help);
         for (const metrics::WorkerStats &w : workers) {
-            sample(out, c.name, "worker", std::to_string(w.worker));
+            sample(out, c.name, {{"worker", std::to_string(w.worker)}});
             append_number(out, c.value(w));
             out.push_back('\n');
         }
@@ -193,7 +212,7 @@ void render_workers(const std::vector<metrics::WorkerStats> &workers, std::strin
 
 } // namespace
 
-void append_label_value(std::string &out, const std::string &value)
+void append_label_value(std::string &out, std::string_view value)
 {
     for (char c : value) {
         if (c == '\\')
@@ -210,7 +229,7 @@ void append_label_value(std::string &out, const std::string &value)
 void render(const metrics::Snapshot &snapshot, std::string &out)
 {
     family(out, "querygate_build_info", "gauge", "querygate's version, as a label; always 1.");
-    sample(out, "querygate_build_info", "version", QUERYGATE_VERSION_TEXT);
+    sample(out, "querygate_build_info", {{"version", QUERYGATE_VERSION_TEXT}});
     out.append("1\n");
     single(out, "querygate_statistics_enabled", "gauge",
            "1 while querygate.statistics counts calls, else 0.", snapshot.statistics ? 1 : 0);

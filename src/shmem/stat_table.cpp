@@ -28,9 +28,10 @@ namespace {
 
 constexpr std::size_t name_bytes = 64; // query and policy names are 63 bytes at most
 
-// The hash key: zero-filled, so equal names are equal bytes.
+// The hash key: zero-filled, so equal kinds and names are equal bytes (padding included).
 struct EntryKey {
-    char query[name_bytes];
+    uint8 kind;             // metrics::CallKind
+    char query[name_bytes]; // empty for SQL
     char policy[name_bytes];
 };
 
@@ -59,10 +60,11 @@ Kept kept[kept_most];
 int nkept = 0;
 bool rounds = false;
 
-EntryKey key_of(std::string_view query, std::string_view policy)
+EntryKey key_of(metrics::CallKind kind, std::string_view query, std::string_view policy)
 {
     EntryKey k;
     std::memset(&k, 0, sizeof(k));
+    k.kind = static_cast<uint8>(kind);
     if (!query.empty()) // an empty view may have no data at all
         std::memcpy(k.query, query.data(), std::min(query.size(), name_bytes - 1));
     if (!policy.empty())
@@ -161,7 +163,7 @@ void record(const Call &call) noexcept
 {
     if (table == nullptr || !settings::statistics)
         return;
-    const EntryKey key = key_of(call.query, call.policy);
+    const EntryKey key = key_of(call.kind, call.query, call.policy);
     const int slot = metrics::code_slot(call.code);
     const double seconds = static_cast<double>(std::max<int64>(call.duration_us, 0)) / 1e6;
     if (!rounds) {
@@ -238,6 +240,7 @@ std::vector<metrics::QueryStats> snapshot(uint64 &unrecorded)
     out.reserve(copies.size());
     for (const Entry &e : copies) {
         metrics::QueryStats q;
+        q.kind = static_cast<metrics::CallKind>(e.key.kind);
         q.query = e.key.query;
         q.policy = e.key.policy;
         const CallTotals &t = e.totals;
@@ -253,8 +256,12 @@ std::vector<metrics::QueryStats> snapshot(uint64 &unrecorded)
         std::copy(std::begin(t.buckets), std::end(t.buckets), q.buckets);
         out.push_back(std::move(q));
     }
+    // Saved queries first, then SQL; by name, then policy: an entry's neighbours share its kind
+    // and name (GET /metrics sums them).
     std::sort(out.begin(), out.end(),
               [](const metrics::QueryStats &a, const metrics::QueryStats &b) {
+                  if (a.kind != b.kind)
+                      return a.kind < b.kind;
                   return a.query != b.query ? a.query < b.query : a.policy < b.policy;
               });
     return out;

@@ -71,21 +71,26 @@ QUERYGATE_SQL_FUNCTION(querygate_stat_queries)
         for (std::size_t i = 0; i < queries.size(); i++) {
             const metrics::QueryStats &q = queries[i];
             const double calls = static_cast<double>(q.calls);
-            Datum values[12];
-            bool nulls[12] = {};
-            values[0] = text_datum(q.query);
-            values[1] = text_datum(q.policy);
-            values[2] = Int64GetDatum(static_cast<int64>(q.calls));
-            values[3] = Int64GetDatum(static_cast<int64>(q.errors()));
-            values[4] = DirectFunctionCall1(jsonb_in, CStringGetDatum(codes[i].c_str()));
-            values[5] = Int64GetDatum(static_cast<int64>(q.rows));
-            values[6] = Int64GetDatum(static_cast<int64>(q.bytes));
-            values[7] = Float8GetDatum(q.total_seconds * ms_per_second);
-            values[8] = Float8GetDatum(q.min_seconds * ms_per_second);
-            values[9] = Float8GetDatum(q.max_seconds * ms_per_second);
-            values[10] = Float8GetDatum(q.mean_seconds * ms_per_second);
+            Datum values[13];
+            bool nulls[13] = {};
+            values[0] = CStringGetTextDatum(metrics::kind_name(q.kind));
+            // SQL a caller wrote has no name (metrics::CallKind).
+            if (q.kind == metrics::CallKind::sql)
+                nulls[1] = true;
+            else
+                values[1] = text_datum(q.query);
+            values[2] = text_datum(q.policy);
+            values[3] = Int64GetDatum(static_cast<int64>(q.calls));
+            values[4] = Int64GetDatum(static_cast<int64>(q.errors()));
+            values[5] = DirectFunctionCall1(jsonb_in, CStringGetDatum(codes[i].c_str()));
+            values[6] = Int64GetDatum(static_cast<int64>(q.rows));
+            values[7] = Int64GetDatum(static_cast<int64>(q.bytes));
+            values[8] = Float8GetDatum(q.total_seconds * ms_per_second);
+            values[9] = Float8GetDatum(q.min_seconds * ms_per_second);
+            values[10] = Float8GetDatum(q.max_seconds * ms_per_second);
+            values[11] = Float8GetDatum(q.mean_seconds * ms_per_second);
             // The population's standard deviation, as pg_stat_statements gives it.
-            values[11] =
+            values[12] =
                 Float8GetDatum(calls > 0 ? std::sqrt(q.sum_sq_dev / calls) * ms_per_second : 0.0);
             tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
         }

@@ -1,5 +1,6 @@
 # The access log (querygate.log_requests, src/http/access_log.hpp): one line per request answered
-# in the server log, with the key's name and never its secret; errors only at "errors"; nothing
+# in the server log, with the key's name and never its secret; what a call called, by kind: a saved
+# query by name, SQL a caller wrote (POST /sql) as kind=sql and never its text; errors only at "errors"; nothing
 # while off; /health that succeeds never; a write handed to a helper logged when its answer is back;
 # a path that holds a line feed or a forged field stays one line; the JSON format read back with a
 # JSON parser, its request ids the answers' X-Request-Id. The setting takes effect on reload.
@@ -20,6 +21,10 @@ $qg->sql(q{
 });
 my $key = $qg->access(policy => 'al_policy', run_as => 'al_reader', queries => [qw(al_get al_bump)],
 	key => 'al_key', setup => q{SELECT querygate.grant_writes('al_policy', '{update}');});
+my $sql_key = $qg->access(policy => 'al_sql', run_as => 'al_reader', key => 'al_sql_key', setup => q{
+	SELECT querygate.allow_tables('al_sql', '{al_items}');
+	SELECT querygate.grant_adhoc('al_sql');
+});
 
 my $log = $qg->node->logfile;
 my $offset = -s $log;
@@ -46,9 +51,23 @@ my $ok = $qg->get('/q/al_get?id=1', key => $key);
 is($ok->{status}, 200, 'a call');
 my ($line) = new_lines(1, 'a call');
 my $id = $ok->{headers}{'x-request-id'};
-like($line, qr/^querygate request: status=200 duration_ms=\d+\.\d{3} method=GET path=\/q\/al_get query=al_get key=al_key policy=al_policy request_id=\Q$id\E client=127\.0\.0\.1$/,
-	'its line: status, time, method, path, query, key and policy by name, request id, address');
+like($line, qr/^querygate request: status=200 duration_ms=\d+\.\d{3} method=GET path=\/q\/al_get kind=query query=al_get key=al_key policy=al_policy request_id=\Q$id\E client=127\.0\.0\.1$/,
+	'its line: status, time, method, path, kind and query, key and policy by name, request id, address');
 unlike(slurp_file($log), qr/\Q$key\E/, 'the secret is nowhere in the log');
+
+# SQL a caller wrote: its kind, never its text (which may hold values the caller typed).
+my $sql = $qg->post('/sql', { sql => q{SELECT id FROM al_items WHERE 'al-typed-value' <> '' AND id = :id},
+		params => { id => 1 } }, key => $sql_key);
+is_deeply($sql->{json}, [ { id => 1 } ], 'POST /sql');
+($line) = new_lines(1, 'POST /sql');
+$id = $sql->{headers}{'x-request-id'};
+like($line, qr/^querygate request: status=200 duration_ms=\d+\.\d{3} method=POST path=\/sql kind=sql key=al_sql_key policy=al_sql request_id=\Q$id\E client=127\.0\.0\.1$/,
+	'its line: kind=sql and no query, with its key and policy');
+unlike(slurp_file($log), qr/al-typed-value/, 'the statement is nowhere in the log');
+$qg->expect_error($qg->post('/sql', { sql => 'SELECT 1 AS one' }), 401, 'unauthorized', 'POST /sql without a key');
+($line) = new_lines(1, 'POST /sql without a key');
+like($line, qr/ method=POST path=\/sql kind=sql code=unauthorized request_id=/,
+	'its line: kind=sql, whatever answered it');
 
 my $bad = $qg->get('/q/al_get?id=1', key => 'qg_' . ('A' x 43));
 is($bad->{status}, 401, 'a bad key');
@@ -75,7 +94,7 @@ like($line, qr/status=404 .*path=\/nowhere code=not_found/, 'only the 404: a /he
 my $w = $qg->post('/q/al_bump', { params => { id => 2 } }, key => $key);
 is("$w->{status} $w->{content}", '200 {"rows_affected":1}', 'a write');
 ($line) = new_lines(1, 'a write');
-like($line, qr/^querygate request: status=200 .*method=POST path=\/q\/al_bump query=al_bump key=al_key policy=al_policy/,
+like($line, qr/^querygate request: status=200 .*method=POST path=\/q\/al_bump kind=query query=al_bump key=al_key policy=al_policy/,
 	'logged with its key when its helper answered');
 
 # A path made to forge a field and end the line: refused (a control character in a path,
@@ -120,8 +139,8 @@ my @lines = new_lines(3, 'json: three calls');
 my @json = map { json_decode($_) } @lines;
 is(scalar(grep { ref $_ eq 'HASH' } @json), 3, 'each line is a JSON object');
 is_deeply([ map { $_->{request_id} } @json ], \@ids, 'with the answers\' request ids, in order');
-is_deeply([ map { "$_->{status} $_->{key} $_->{policy} $_->{query}" } @json ],
-	[ ('200 al_key al_policy al_get') x 3 ], 'status, key, policy and query');
+is_deeply([ map { "$_->{status} $_->{key} $_->{policy} $_->{kind} $_->{query}" } @json ],
+	[ ('200 al_key al_policy query al_get') x 3 ], 'status, key, policy, kind and query');
 # As written, not as decoded: a decoder reads 0.100 as 0.1.
 like($lines[0], qr/"duration_ms":\d+\.\d{3}[,}]/, 'and the time in milliseconds');
 

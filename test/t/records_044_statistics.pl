@@ -2,7 +2,9 @@
 # src/http/prometheus_text.hpp), over HTTP on two workers: querygate.stat_queries counts every call
 # of a query by a caller allowed to call it, per query and policy, with errors by code, rows, bytes
 # and times, whichever worker served it; nothing for names a caller made up or may not call;
-# a write run by a write helper counts once; querygate.stat_workers counts every request answered;
+# a write run by a write helper counts once; SQL callers wrote (POST /sql, MCP's execute_sql) in
+# one row per policy of kind 'sql' with no query, whatever the statements, refusals and limits
+# included, and nothing for SQL from a policy that takes none; /metrics has it as kind="sql"; querygate.stat_workers counts every request answered;
 # GET /metrics is 404 without querygate.metrics_token_file, 401 without the token, and otherwise parses
 # with the official Prometheus client's parser and says what the views say; querygate.statistics
 # = off stops the counting; stat_reset() empties the table and only an administrator may call it.
@@ -34,6 +36,13 @@ my $key2 = $qg->access(policy => 'st_two', run_as => 'st_reader', queries => [qw
 # A key of two calls at once, refilled slowly: its calls past them are refused (429) and counted.
 my $key3 = $qg->access(policy => 'st_three', run_as => 'st_reader', queries => [qw(st_item)],
 	key_args => 'rate_per_second => 0.01, burst => 2');
+# A policy granted SQL of its own, with a second key of one call at once.
+my $sql_text = 'SELECT id, n FROM st_items WHERE id = :id';
+my $key4 = $qg->access(policy => 'st_sql', run_as => 'st_reader', setup => q{
+	SELECT querygate.allow_tables('st_sql', '{st_items}');
+	SELECT querygate.grant_adhoc('st_sql');
+});
+my $key5 = $qg->access(policy => 'st_sql', key_args => 'rate_per_second => 0.01, burst => 1');
 
 # Requests each worker answered, summed (querygate.stat_workers).
 sub requests_answered
@@ -115,9 +124,40 @@ $qg->expect_error($qg->get('/q/st_item?id=1', key => 'qg_wrong'), 401, 'unauthor
 $qg->expect_error($qg->get('/nowhere'), 404, 'not_found', 'an endpoint that does not exist');
 $made += 4;
 
+# ---- SQL callers wrote: counted per policy under its kind, whatever the statement
+sub sql_call
+{
+	my ($key, $sql, %params) = @_;
+	return $qg->post('/sql', { sql => $sql, params => \%params }, key => $key, client => $qg->new_client);
+}
+for my $i (1 .. 3)
+{
+	my $res = sql_call($key4, $sql_text, id => $i);
+	is($res->{status}, 200, "POST /sql, call $i") or diag(QuerygateTest::describe($res));
+	$made++;
+}
+my $sql_range = sql_call($key4, 'SELECT id FROM st_items WHERE id <= :upto ORDER BY id', upto => 4);
+is(scalar @{ $sql_range->{json} // [] }, 4, 'POST /sql of another statement answers 4 rows');
+$qg->expect_error(sql_call($key4, $sql_text, id => 'nope'), 400, 'param_invalid', 'POST /sql with a bad id');
+$qg->expect_error(sql_call($key4, 'SELEC 1'), 400, 'invalid_sql', 'POST /sql that does not parse');
+$qg->expect_error(sql_call($key4, 'SELECT 1 AS one FROM st_nowhere'), 403, 'name_not_allowed',
+	'POST /sql naming a table outside the allow-list');
+is(sql_call($key5, $sql_text, id => 1)->{status}, 200, 'POST /sql by a key of one call at once');
+$qg->expect_error(sql_call($key5, $sql_text, id => 2), 429, 'rate_limited', 'and its second call');
+my $mcp = $qg->post('/mcp', { jsonrpc => '2.0', id => 1, method => 'tools/call',
+		params => { name => 'execute_sql', arguments => { sql => $sql_text, params => { id => 5 } } } },
+	key => $key4);
+is($mcp->{json}{result}{structuredContent}{rows}[0]{id}, 5, "MCP's execute_sql")
+  or diag(QuerygateTest::describe($mcp));
+$made += 7;
+# Not counted: SQL from a policy that takes none, and from a wrong key.
+$qg->expect_error(sql_call($key1, $sql_text, id => 1), 403, 'sql_not_allowed', 'POST /sql by a policy not granted SQL');
+$qg->expect_error(sql_call('qg_wrong', $sql_text, id => 1), 401, 'unauthorized', 'POST /sql with a wrong key');
+$made += 2;
+
 is($qg->sql(q{SELECT string_agg(format('%s/%s: %s calls, %s errors %s, %s rows', query, policy, calls,
                                        errors, errors_by_code, rows), '; ' ORDER BY query, policy)
-                FROM querygate.stat_queries}),
+                FROM querygate.stat_queries WHERE kind = 'query'}),
 	'st_bump/st_one: 1 calls, 0 errors {}, 1 rows; '
 	  . 'st_item/st_one: 10 calls, 3 errors {"param_invalid": 3}, 7 rows; '
 	  . 'st_item/st_three: 4 calls, 2 errors {"rate_limited": 2}, 2 rows; '
@@ -125,6 +165,14 @@ is($qg->sql(q{SELECT string_agg(format('%s/%s: %s calls, %s errors %s, %s rows',
 	  . 'st_range/st_one: 1 calls, 0 errors {}, 4 rows',
 	'stat_queries: every call of a granted query, per query and policy, whichever worker ran it; '
 	  . 'the write once; calls refused by a rate limit; nothing for the rest');
+is($qg->sql(q{SELECT string_agg(format('%s/%s/%s: %s calls, %s errors %s, %s rows', kind,
+                                       coalesce(query, 'NULL'), policy, calls, errors,
+                                       errors_by_code, rows), '; ')
+                FROM querygate.stat_queries WHERE kind <> 'query'}),
+	'sql/NULL/st_sql: 10 calls, 4 errors '
+	  . '{"invalid_sql": 1, "rate_limited": 1, "param_invalid": 1, "name_not_allowed": 1}, 9 rows',
+	'stat_queries: SQL in one row for its policy, kind sql and no query, over HTTP and MCP, '
+	  . 'refusals and limits included; nothing for a policy not granted SQL');
 is($qg->sql(q{SELECT bool_and(total_time > 0 AND min_time > 0 AND min_time <= mean_time
                               AND mean_time <= max_time AND stddev_time >= 0
                               AND abs(total_time - mean_time * calls) < 0.001 * total_time + 0.001)
@@ -190,6 +238,18 @@ ok(defined $sum && abs($sum * 1000 - $total_ms) < 0.01, "the histogram's sum is 
   or diag("sum $sum s, total_time $total_ms ms");
 is(value_of($m, 'querygate_call_rows', 'querygate_call_rows_total', query => 'st_range'), 4,
 	'querygate_call_rows_total{query="st_range"}: 4');
+is(value_of($m, 'querygate_calls', 'querygate_calls_total', kind => 'sql', code => 'ok'), 6,
+	'querygate_calls_total{kind="sql",query="",code="ok"}: 6, HTTP and MCP, the policies summed');
+is(value_of($m, 'querygate_calls', 'querygate_calls_total', kind => 'sql', code => 'name_not_allowed'), 1,
+	'querygate_calls_total{kind="sql",code="name_not_allowed"}: 1');
+is(value_of($m, 'querygate_calls', 'querygate_calls_total', kind => 'query', query => 'st_item', code => 'ok'),
+	11, 'saved queries\' series have kind="query"');
+is(join(',', sort { $a cmp $b } map { $_->[1]{query} // 'none' } samples($m, 'querygate_calls', kind => 'sql')),
+	join(',', ('') x 5), 'SQL\'s series: one per code it ended with, each with an empty query');
+is(value_of($m, 'querygate_call_duration_seconds', 'querygate_call_duration_seconds_count', kind => 'sql'),
+	10, 'the histogram counts every SQL call');
+is(value_of($m, 'querygate_call_rows', 'querygate_call_rows_total', kind => 'sql'), 9,
+	'querygate_call_rows_total{kind="sql"}: 9');
 is(value_of($m, 'querygate_calls_unrecorded', 'querygate_calls_unrecorded_total'), 0,
 	'no call unrecorded');
 my @per_worker = samples($m, 'querygate_worker_requests');
@@ -201,8 +261,10 @@ is($scraped_total, $workers_before, 'the workers\' request counts are stat_worke
 is($m->{families}{querygate_worker_busy_seconds}{type}, 'counter', 'busy time: a counter');
 my @labels = map { sort keys %{ $_->[1] } } map { @{ $_->{samples} } } values %{ $m->{families} };
 my %label = map { $_ => 1 } @labels;
-is(join(',', sort keys %label), 'code,le,query,version,worker', 'labels are only query, code, le, version, worker');
-unlike(QuerygateTest::json_encode($m), qr/\Q$key1\E|st_one|st_two/, 'no key and no policy in the metrics');
+is(join(',', sort keys %label), 'code,kind,le,query,version,worker',
+	'labels are only kind, query, code, le, version, worker');
+unlike(QuerygateTest::json_encode($m), qr/\Q$key1\E|st_one|st_two|st_sql/, 'no key and no policy in the metrics');
+unlike(QuerygateTest::json_encode($m), qr/st_items|sql \d/, 'and no statement, nor its name in a worker');
 
 # ---- who may see and reset
 $qg->sql(q{CREATE ROLE st_nobody LOGIN; CREATE ROLE st_admin LOGIN; GRANT querygate_admin TO st_admin;});

@@ -18,6 +18,7 @@ access_log::Record call()
     access_log::Record r;
     r.method = "GET";
     r.path = "/q/account";
+    r.kind = "query";
     r.query = "account";
     r.status = 200;
     r.key = "bench_plain";
@@ -44,9 +45,20 @@ void text_line()
     access_log::format(call(), settings::log_text, line);
     is(line,
        std::string("querygate request: status=200 duration_ms=1.234 method=GET path=/q/account "
-                   "query=account key=bench_plain policy=plain request_id=0123456789abcdef "
-                   "client=127.0.0.1"),
+                   "kind=query query=account key=bench_plain policy=plain "
+                   "request_id=0123456789abcdef client=127.0.0.1"),
        "a call: every field, bare");
+
+    access_log::Record sql = call();
+    sql.method = "POST";
+    sql.path = "/sql";
+    sql.kind = "sql";
+    sql.query = "";
+    access_log::format(sql, settings::log_text, line);
+    is(line,
+       std::string("querygate request: status=200 duration_ms=1.234 method=POST path=/sql kind=sql "
+                   "key=bench_plain policy=plain request_id=0123456789abcdef client=127.0.0.1"),
+       "SQL: its kind, and no query");
 
     access_log::Record r = call();
     r.status = 401;
@@ -56,7 +68,8 @@ void text_line()
     access_log::format(r, settings::log_text, line);
     is(line,
        std::string("querygate request: status=401 duration_ms=0.007 method=GET path=/q/account "
-                   "query=account code=unauthorized request_id=0123456789abcdef client=127.0.0.1"),
+                   "kind=query query=account code=unauthorized request_id=0123456789abcdef "
+                   "client=127.0.0.1"),
        "a refused key: the code, and no key or policy");
 
     r = call();
@@ -96,9 +109,10 @@ void json_line()
     for (const auto &m : root.members)
         got += m.first + "=" + m.second.text + ";";
     is(got,
-       std::string("status=404;duration_ms=1.234;method=GET;path=/q/x\ty\";query=account;"
-                   "code=query_not_found;key=bench_plain;policy=plain;request_id=0123456789abcdef;"
-                   "client=127.0.0.1;"),
+       std::string(
+           "status=404;duration_ms=1.234;method=GET;path=/q/x\ty\";kind=query;query=account;"
+           "code=query_not_found;key=bench_plain;policy=plain;request_id=0123456789abcdef;"
+           "client=127.0.0.1;"),
        "with every field, as given");
     r.code = r.key = r.policy = "";
     access_log::format(r, settings::log_json, line);
