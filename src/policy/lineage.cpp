@@ -7,7 +7,9 @@
 #include "policy/value_use.hpp"
 
 extern "C" {
+#include "access/htup_details.h"
 #include "access/transam.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "nodes/nodeFuncs.h"
@@ -15,6 +17,7 @@ extern "C" {
 #include "nodes/pg_list.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 }
 
 #include <cstring>
@@ -162,8 +165,17 @@ void read_table_column(RangeTblEntry *rte, AttrNumber attno, ColumnSet *set)
     if (attno <= 0)
         return; // system columns (ctid, xmin, tableoid, ...) carry no table data
     add_column(set, rte->relid, attno);
-    const char *name = get_attname(rte->relid, attno, false);
-    const List *ancestors = relation_ancestors(rte->relid);
+    HeapTuple tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rte->relid), Int16GetDatum(attno));
+    if (!HeapTupleIsValid(tuple))
+        elog(ERROR, "cache lookup failed for attribute %d of relation %u", attno, rte->relid);
+    const Form_pg_attribute attribute = reinterpret_cast<Form_pg_attribute>(GETSTRUCT(tuple));
+    // A column no parent gives (a table's own, of a table that inherits nothing) is no ancestor's:
+    // a partition's and a child's inherited columns count their parents (attinhcount), at every
+    // level, so pg_inherits is read only for those.
+    const bool from_parents = attribute->attinhcount > 0;
+    const char *name = pstrdup(NameStr(attribute->attname));
+    ReleaseSysCache(tuple);
+    const List *ancestors = from_parents ? relation_ancestors(rte->relid) : NIL;
     ColumnRef *inherited =
         static_cast<ColumnRef *>(palloc0(sizeof(ColumnRef) * Max(list_length(ancestors), 1)));
     int n = 0;
