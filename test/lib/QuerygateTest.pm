@@ -781,12 +781,17 @@ SQL
 # the second call meets what the first did). Returns (the saved query's answer, the statement's),
 # each with {via} ('/q' or '/sql'), {policy} (whose answer it is) and {took} (its seconds);
 # expect_rows and expect_error say which in their names, and same_answer compares the two.
+# A caller that is not the twin's own key (a key with a tenant, a bearer token) says whose twin
+# answers and how it authenticates: policy => 'p', twin_auth => [bearer => $token naming p's twin]
+# (or [key => a key of the twin's, made by access(policy => 'p_sql', ...)]).
 sub both
 {
 	my ($self, $method, $path, %o) = @_;
 	my ($name, $args) = $path =~ m{^/q/([^/?]+)(\?.*)?\z} or die "both: not a saved query's path: $path";
-	my $policy = $self->{policy_of_key}{ $o{key} // '' } // die "both: a key that access() made";
+	my $policy = delete $o{policy} // $self->{policy_of_key}{ $o{key} // '' }
+	  // die "both: a key that access() made, or policy =>";
 	my $twin = $self->{twins}{$policy} // die "both: policy $policy has no twin (adhoc_twin)";
+	my @twin_auth = @{ delete $o{twin_auth} // [ key => $twin->{key} ] };
 	my $text = $self->sql(_twin_sync_sql($policy, $twin)
 		  . 'SELECT to_json(sql) FROM querygate.saved_query WHERE name = ' . sql_quote($name));
 	die "both: no saved query $name" unless length $text;
@@ -796,7 +801,8 @@ sub both
 	@$saved{qw(via policy took)} = ('/q', $policy, time() - $t0);
 	$between->() if $between;
 	$t0 = time();
-	my $adhoc = $self->request('POST', '/sql' . ($args // ''), %o, key => $twin->{key},
+	delete @o{qw(key bearer)};
+	my $adhoc = $self->request('POST', '/sql' . ($args // ''), %o, @twin_auth,
 		json => { %{ $o{json} // {} }, sql => json_decode($text) });
 	@$adhoc{qw(via policy took)} = ('/sql', $twin->{policy}, time() - $t0);
 	return ($saved, $adhoc);
@@ -825,6 +831,17 @@ sub on_path
 }
 
 sub get_both { my ($self, $path, %o) = @_; return $self->both('GET', $path, %o); }
+
+# $qg->as_now('table'): a sub that puts the table's rows back as they are now, for both()'s
+# between when the first path's write must not be seen by the second. It runs as the superuser,
+# whom row-level security hides no row from.
+sub as_now
+{
+	my ($self, $table) = @_;
+	my $copy = 'qg_as_now_' . ++$self->{as_now};
+	$self->sql("CREATE TABLE $copy AS SELECT * FROM $table");
+	return sub { $self->sql("DELETE FROM $table; INSERT INTO $table SELECT * FROM $copy;") };
+}
 
 # post_both($path, $perl_body, %o), as post().
 sub post_both

@@ -3,6 +3,9 @@
 # every answer of every format and status a caller meets (200 in JSON, NDJSON, CSV and TSV, a
 # page, GET and POST, a write, a write's rows, 304, 400, 401, 403, 404, 405, 406, 429) and finds no
 # mismatch: no response violation, and no violation at all for a request the document allows.
+# The key's policy is granted SQL of its own (grant_adhoc), so the document also has POST /sql and
+# GET /schema, checked the same way: rows in every format, a page, an export, writes, masked
+# columns, one table's schema, and each refusal a caller writing SQL meets.
 use strict;
 use warnings;
 use FindBin;
@@ -40,8 +43,12 @@ my $key = $qg->access(policy => 'ct_pol', run_as => 'ct_role', @granted,
 		SELECT querygate.mask('ct_pol', 'ct_people.ssn', 'hash', force => true);
 		SELECT querygate.mask('ct_pol', 'ct_people.name', 'mask');
 		SELECT querygate.mask('ct_pol', 'ct_people.secret', 'null');
+		SELECT querygate.allow_tables('ct_pol', ARRAY['ct_people']::regclass[]);
+		SELECT querygate.grant_adhoc('ct_pol', write_ops => '{update}');
 	});
 my $limited = $qg->access(policy => 'ct_pol', key_args => 'rate_per_second => 0.001, burst => 1');
+# A policy whose callers may not send SQL, its key calling POST /sql as the document describes it.
+my $no_sql = $qg->access(policy => 'ct_no_sql', run_as => 'ct_role', @granted);
 
 # The document as the key sees it, and Prism in front of the server.
 my $dir = PostgreSQL::Test::Utils::tempdir();
@@ -117,6 +124,47 @@ my @cases = (
 		headers => { Accept => 'application/xml' } ],
 	[ '200 of a limited key', 'GET', '/q/ct_person?id=1', 200, 1, key => $limited ],
 	[ '429', 'GET', '/q/ct_person?id=1', 429, 1, key => $limited ],
+	[ 'SQL: 429', 'POST', '/sql', 429, 1, key => $limited, json => { sql => 'SELECT 1 AS one' } ],
+	# SQL of the caller's own, and its schema.
+	[ 'SQL: rows', 'POST', '/sql', 200, 1, key => $key,
+		json => { sql => 'SELECT id, name, ssn, score, born, meta, secret FROM ct_people WHERE id <= :upto ORDER BY id',
+			params => { upto => 3 } } ],
+	[ 'SQL: a row of nulls', 'POST', '/sql', 200, 1, key => $key,
+		json => { sql => 'SELECT id, ssn, score, born, meta FROM ct_people WHERE id = :id', params => { id => 301 } } ],
+	[ 'SQL: no rows', 'POST', '/sql', 200, 1, key => $key, json => { sql => 'SELECT id FROM ct_people WHERE id = 0' } ],
+	[ 'SQL: NDJSON', 'POST', '/sql', 200, 1, key => $key, json => { sql => 'SELECT id, name FROM ct_people WHERE id <= 3', format => 'ndjson' } ],
+	[ 'SQL: CSV', 'POST', '/sql', 200, 1, key => $key, json => { sql => 'SELECT id, name FROM ct_people WHERE id <= 3', format => 'csv' } ],
+	[ 'SQL: TSV by Accept', 'POST', '/sql', 200, 1, key => $key, json => { sql => 'SELECT id, name FROM ct_people WHERE id <= 3' },
+		headers => { Accept => 'text/tab-separated-values' } ],
+	[ 'SQL: a page', 'POST', '/sql', 200, 1, key => $key,
+		json => { sql => 'SELECT id FROM ct_people ORDER BY id', page => 2, page_size => 10 } ],
+	[ 'SQL: an export', 'POST', '/sql', 200, 1, key => $key,
+		json => { sql => 'SELECT id, name FROM ct_people ORDER BY id', stream => JSON::PP::true, format => 'csv' } ],
+	[ 'SQL: a write', 'POST', '/sql', 200, 1, key => $key,
+		json => { sql => 'UPDATE ct_people SET n = n + 1 WHERE id = :id', params => { id => 6 } } ],
+	[ 'SQL: a write\'s rows', 'POST', '/sql', 200, 1, key => $key,
+		json => { sql => 'UPDATE ct_people SET n = n + 1 WHERE id = :id RETURNING id, n', params => { id => 6 } } ],
+	[ 'SQL: 400, a statement PostgreSQL cannot parse', 'POST', '/sql', 400, 1, key => $key, json => { sql => 'SELEC 1' } ],
+	[ 'SQL: 400, a parameter not given', 'POST', '/sql', 400, 1, key => $key,
+		json => { sql => 'SELECT id FROM ct_people WHERE id = :id' } ],
+	[ 'SQL: 400, no statement', 'POST', '/sql', 400, 0, key => $key, json => { params => {} } ],
+	[ 'SQL: 401, no key', 'POST', '/sql', 401, 0, json => { sql => 'SELECT 1 AS one' } ],
+	[ 'SQL: 403, a policy not granted SQL', 'POST', '/sql', 403, 1, key => $no_sql, json => { sql => 'SELECT 1 AS one' } ],
+	[ 'SQL: 403, a name not allowed', 'POST', '/sql', 403, 1, key => $key, json => { sql => 'SELECT relname FROM pg_class' } ],
+	[ 'SQL: 403, a function not allowed', 'POST', '/sql', 403, 1, key => $key, json => { sql => 'SELECT version() AS v' } ],
+	[ 'SQL: 403, a filter on a masked column', 'POST', '/sql', 403, 1, key => $key,
+		json => { sql => q{SELECT id FROM ct_people WHERE ssn = 'ssn-1'} } ],
+	[ 'SQL: 403, a write not granted to SQL', 'POST', '/sql', 403, 1, key => $key,
+		json => { sql => 'DELETE FROM ct_people WHERE id = 0' } ],
+	[ 'SQL: 405, GET', 'GET', '/sql', 405, 0, key => $key ],
+	[ 'SQL: 406, a format not served', 'POST', '/sql', 406, 1, key => $key, json => { sql => 'SELECT 1 AS one' },
+		headers => { Accept => 'application/xml' } ],
+	[ 'schema', 'GET', '/schema', 200, 1, key => $key ],
+	[ 'schema: one table', 'GET', '/schema?table=ct_people', 200, 1, key => $key ],
+	[ 'schema: 403, a table not on the list', 'GET', '/schema?table=pg_class', 403, 1, key => $key ],
+	[ 'schema: 403, a policy not granted SQL', 'GET', '/schema', 403, 1, key => $no_sql ],
+	[ 'schema: 401, no key', 'GET', '/schema', 401, 0 ],
+	[ 'schema: 405, POST', 'POST', '/schema', 405, 0, key => $key ],
 );
 for my $c (@cases)
 {

@@ -3,6 +3,12 @@
 # 403 write_op_not_allowed for an operation the policy lacks, at any level (data-modifying CTEs,
 # MERGE); a volatile function that writes, called by a read query, stays read-only whatever the
 # policy's grants; RETURNING rows are masked. Every refusal leaves the database as it was.
+# Every call is also sent as POST /sql with the query's text, by a twin of its policy granted
+# ad-hoc SQL with the same writes (QuerygateTest::both), and answers alike, a write made once per
+# path (put back in between), except by design: a function that is not built-in is refused there
+# as a name (name_not_allowed, as one that does not exist is), before it could write (the saved
+# query's call is read_only), and so is a sequence named by a text (nextval's regclass); SQL is not
+# limited to the queries the policy grants.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -53,21 +59,37 @@ my $inserter = $qg->access(policy => 'inserter', run_as => 'gov_writer', queries
 	setup => q{SELECT querygate.grant_writes('inserter', '{insert}');});
 my $reader = $qg->access(policy => 'reader', run_as => 'gov_writer', queries => \@all);
 is($qg->sql(q{SELECT write_ops::text FROM querygate.policies WHERE name = 'writer'}), '{update}', 'grant_writes stored {update}');
+$qg->adhoc_twin($_, tables => [qw(pgbench_accounts audit_log staff)]) for qw(writer full inserter reader);
+# Through POST /sql, by design: a function that is not built-in is refused as a name.
+my @refused_name = (sql => [ 403, 'name_not_allowed', names => qr/or function that does not exist/ ]);
 
 sub balance { return $qg->sql("SELECT abalance FROM pgbench_accounts WHERE aid = $_[0]"); }
 sub accounts { return $qg->sql('SELECT count(*) FROM pgbench_accounts'); }
 sub state { return $qg->sql('SELECT string_agg(aid || \':\' || abalance, \',\' ORDER BY aid) FROM pgbench_accounts'); }
 sub logged { return $qg->sql('SELECT count(*) FROM audit_log'); }
 
-# Refused: the status and code, and the database as it was.
+# Refused through both paths: the status and code (%o as expect_error takes them), and the
+# database as it was.
 sub refused
 {
-	my ($path, $key, $status, $code, $name) = @_;
+	my ($path, $key, $status, $code, $name, %o) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
 	my $before = state() . ' / ' . logged();
-	my $res = $qg->post($path, undef, key => $key); # a write is POSTed (a GET is 405)
-	$qg->expect_error($res, $status, $code, $name);
-	is(state() . ' / ' . logged(), $before, "$name: nothing changed in the database");
+	# a write is POSTed (a GET is 405)
+	$qg->expect_error($_, $status, $code, $name, %o) for $qg->post_both($path, undef, key => $key);
+	is(state() . ' / ' . logged(), $before, "$name: nothing changed in the database by either path");
+}
+
+# A write made through both paths, the table put back in between: each answer is $want (its
+# status and body), and the write was made (once: the second redid what the first did).
+sub wrote
+{
+	my ($path, $key, $want, $name, %o) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	for my $res ($qg->post_both($path, $o{body}, key => $key, between => $qg->as_now('pgbench_accounts')))
+	{
+		is("$res->{status} $res->{content}", $want, on_path($res, $name));
+	}
 }
 
 # --- querygate.allow_writes off (the default): every write is read_only, whatever the policy says
@@ -83,22 +105,22 @@ $qg->set_and_reload('querygate.allow_writes', 'on');
 ok( poll_fresh(sub { fresh_request($qg, 'POST', '/q/deposit?aid=999999&delta=1', key => $writer) },
 		sub { $_[0]{status} == 200 }),
 	'allow_writes on reached the workers (a deposit to no account answers 200)');
-my $res = $qg->post('/q/deposit?aid=999999&delta=1', undef, key => $writer);
-is($res->{content}, '{"rows_affected":0}', 'deposit to no account: {"rows_affected":0}');
+is("$_->{status} $_->{content}", '200 {"rows_affected":0}', on_path($_, 'deposit to no account: {"rows_affected":0}'))
+  for $qg->post_both('/q/deposit?aid=999999&delta=1', undef, key => $writer);
 
 # The seed's deposit with the writer key.
-$res = $qg->post('/q/deposit?aid=3&delta=7', undef, key => $writer);
-is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'deposit: 200 {"rows_affected":1}');
+wrote('/q/deposit?aid=3&delta=7', $writer, '200 {"rows_affected":1}', 'deposit: 200 {"rows_affected":1}');
 is(balance(3), '7', 'the row changed, committed before the answer');
+my $res = $qg->post('/q/deposit?aid=3&delta=0', undef, key => $writer);
 is(json_encode($res->{json}), '{"rows_affected":1}', 'the body is a JSON object');
-$res = $qg->post('/q/deposit', { params => { aid => 3, delta => 9 } }, key => $writer);
-is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'deposit by POST');
+wrote('/q/deposit', $writer, '200 {"rows_affected":1}', 'deposit by POST', body => { params => { aid => 3, delta => 9 } });
 is(balance(3), '16', 'the row changed again');
 is(accounts(), '10', 'no row added or removed');
 
-# The writer key may call nothing else.
-$res = $qg->post('/q/balance?aid=3', undef, key => $writer);
-$qg->expect_error($res, 404, 'query_not_found', 'the writer key calling an ungranted query');
+# The writer key may call nothing else; its SQL, what its list and writes allow.
+my ($saved, $adhoc) = $qg->post_both('/q/balance?aid=3', undef, key => $writer);
+$qg->expect_error($saved, 404, 'query_not_found', 'the writer key calling an ungranted query');
+$qg->expect_rows($adhoc, [ { abalance => 16 } ], 'its text sent as SQL by the writer\'s twin');
 
 # --- a policy without update
 refused('/q/deposit?aid=3&delta=5', $inserter, 403, 'write_op_not_allowed', 'deposit with a policy granted insert only');
@@ -112,22 +134,25 @@ refused('/q/close_in_cte?aid=4', $full, 403, 'write_op_not_allowed', 'WITH d AS 
 refused('/q/insert_in_cte?aid=60', $full, 403, 'write_op_not_allowed', 'WITH i AS (INSERT ...) SELECT ...: an insert');
 refused('/q/update_with_delete_cte?aid=3&gone=4', $full, 403, 'write_op_not_allowed',
 	'an UPDATE (granted) with a DELETE in its WITH (not granted)');
-$res = $qg->post('/q/close_in_cte?aid=4', undef, key => $inserter);
-$qg->expect_error($res, 403, 'write_op_not_allowed', 'the DELETE CTE with a policy granted insert only');
+refused('/q/close_in_cte?aid=4', $inserter, 403, 'write_op_not_allowed', 'the DELETE CTE with a policy granted insert only');
 
 # --- a volatile function that writes, called from a read query: read-only whatever the grants
 $qg->sql(q{SELECT querygate.grant_writes('full', '{insert,update,delete,merge}')});
-refused('/q/log_from_read?msg=hello', $full, 403, 'read_only', 'SELECT log_it(...) (an INSERT inside plpgsql)');
-refused('/q/bump_from_read?aid=3', $full, 403, 'read_only', 'SELECT bump(...) (an UPDATE inside an SQL function)');
-refused('/q/nextval_from_read', $full, 403, 'read_only', 'SELECT nextval(...)');
-refused('/q/log_from_read?msg=hello', $reader, 403, 'read_only', 'SELECT log_it(...) for a read-only policy');
+refused('/q/log_from_read?msg=hello', $full, 403, 'read_only', 'SELECT log_it(...) (an INSERT inside plpgsql)',
+	@refused_name);
+refused('/q/bump_from_read?aid=3', $full, 403, 'read_only', 'SELECT bump(...) (an UPDATE inside an SQL function)',
+	@refused_name);
+refused('/q/nextval_from_read', $full, 403, 'read_only', 'SELECT nextval(...)', @refused_name);
+refused('/q/log_from_read?msg=hello', $reader, 403, 'read_only', 'SELECT log_it(...) for a read-only policy',
+	@refused_name);
 {
 	my $before = state() . ' / ' . logged();
 	# PostgreSQL itself refuses to leave read-only mode once the transaction has taken a snapshot
-	# (25001), before log_it runs: an error of the query, not a write it tried.
+	# (25001), before log_it runs: an error of the query, not a write it tried. SQL calls neither
+	# set_config nor log_it, which is refused first, as a name.
 	my $log_offset = -s $qg->node->logfile;
-	my $r = $qg->post('/q/read_write_escape?msg=escape', undef, key => $full);
-	$qg->expect_error($r, 500, 'query_failed', 'set_config(transaction_read_only, off) then a write');
+	$qg->expect_error($_, 500, 'query_failed', 'set_config(transaction_read_only, off) then a write', @refused_name)
+	  for $qg->post_both('/q/read_write_escape?msg=escape', undef, key => $full);
 	ok( poll_until(
 			sub {
 				$qg->node->log_contains(
@@ -140,30 +165,25 @@ refused('/q/log_from_read?msg=hello', $reader, 403, 'read_only', 'SELECT log_it(
 }
 
 # --- with the operations granted
-$res = $qg->post('/q/close_in_cte?aid=4', undef, key => $full);
-$qg->expect_rows($res, [ { n => 1 } ], 'the DELETE CTE once delete is granted');
+wrote('/q/close_in_cte?aid=4', $full, '200 [{"n":1}]', 'the DELETE CTE once delete is granted');
 is($qg->sql('SELECT count(*) FROM pgbench_accounts WHERE aid = 4'), '0', 'and the row is gone');
-$res = $qg->post('/q/open_account?aid=4', undef, key => $full);
-is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'INSERT once insert is granted');
-$res = $qg->post('/q/insert_in_cte?aid=11', undef, key => $full);
-$qg->expect_rows($res, [ { aid => 11 } ], 'the INSERT CTE once insert is granted');
-$res = $qg->post('/q/merge_account?aid=3', undef, key => $full);
-is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'MERGE once merge is granted');
+wrote('/q/open_account?aid=4', $full, '200 {"rows_affected":1}', 'INSERT once insert is granted');
+wrote('/q/insert_in_cte?aid=11', $full, '200 [{"aid":11}]', 'the INSERT CTE once insert is granted');
+wrote('/q/merge_account?aid=3', $full, '200 {"rows_affected":1}', 'MERGE once merge is granted');
 is(balance(3), '0', 'MERGE set the balance');
-$res = $qg->post('/q/close_account?aid=11', undef, key => $full);
-is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'DELETE once delete is granted');
+wrote('/q/close_account?aid=11', $full, '200 {"rows_affected":1}', 'DELETE once delete is granted');
 is(accounts(), '10', 'ten accounts again');
 
 # An error in a write rolls it back whole.
-$res = $qg->post('/q/open_account?aid=5', undef, key => $full);
-$qg->expect_error($res, 500, 'query_failed', 'INSERT of an existing key');
+$qg->expect_error($_, 500, 'query_failed', 'INSERT of an existing key')
+  for $qg->post_both('/q/open_account?aid=5', undef, key => $full);
 is(accounts(), '10', 'nothing inserted');
 
 # --- RETURNING rows come back masked
-$res = $qg->post('/q/deposit_returning?aid=5&delta=25', undef, key => $full);
-$qg->expect_rows($res, [ { aid => 5, abalance => 25 } ], 'UPDATE ... RETURNING without masks');
+wrote('/q/deposit_returning?aid=5&delta=25', $full, '200 [{"aid":5,"abalance":25}]', 'UPDATE ... RETURNING without masks');
 $qg->sql(q{SELECT querygate.mask('full', '*.abalance', 'hash', force => true)});
-my $secret = hash_key($qg, policy => 'full'); # the key of full's answers
+# The key of each path's answers (the twin's is derived from its own name).
+sub hashed { my ($res, $v) = @_; return hmac_of(hash_key($qg, policy => $res->{policy}), $v); }
 # A masked value comes back only unchanged: abalance + :delta is computed from it (and an
 # overflow would answer differently for some balances), so the write is refused and makes nothing.
 refused('/q/deposit_returning?aid=5&delta=25', $full, 403, 'mask_expression', 'RETURNING abalance + delta with *.abalance hashed');
@@ -172,18 +192,18 @@ refused('/q/deposit_in_cte?aid=5&delta=1', $full, 403, 'mask_expression', 'an UP
 refused('/q/reset_rich?min=10', $full, 403, 'mask_predicate', 'an UPDATE filtering on a hashed column');
 # The policy's opt-out: computed values come back masked as a whole.
 $qg->sql(q{SELECT querygate.set_policy('full', mask_predicates => 'allow')});
-$res = $qg->post('/q/deposit_returning?aid=5&delta=25', undef, key => $full);
-$qg->expect_rows($res, [ { aid => 5, abalance => hmac_of($secret, '50') } ], 'opted out: RETURNING with *.abalance hashed');
+$qg->expect_rows($_, [ { aid => 5, abalance => hashed($_, '50') } ], 'opted out: RETURNING with *.abalance hashed')
+  for $qg->post_both('/q/deposit_returning?aid=5&delta=25', undef, key => $full, between => $qg->as_now('pgbench_accounts'));
 is(balance(5), '50', 'the masked write was made');
-$res = $qg->post('/q/deposit_in_cte?aid=5&delta=1', undef, key => $full);
-$qg->expect_rows($res, [ { aid => 5, abalance => hmac_of($secret, '51') } ], 'an UPDATE CTE\'s RETURNING, selected: hashed');
+$qg->expect_rows($_, [ { aid => 5, abalance => hashed($_, '51') } ], 'an UPDATE CTE\'s RETURNING, selected: hashed')
+  for $qg->post_both('/q/deposit_in_cte?aid=5&delta=1', undef, key => $full, between => $qg->as_now('pgbench_accounts'));
 is(balance(5), '51', 'the write in the CTE was made');
 $qg->sql(q{SELECT querygate.mask('full', 'pgbench_accounts.abalance', 'drop', force => true)});
-$res = $qg->post('/q/deposit_returning?aid=5&delta=1', undef, key => $full);
-$qg->expect_rows($res, [ { aid => 5 } ], 'RETURNING with abalance dropped');
+$qg->expect_rows($_, [ { aid => 5 } ], 'RETURNING with abalance dropped')
+  for $qg->post_both('/q/deposit_returning?aid=5&delta=1', undef, key => $full, between => $qg->as_now('pgbench_accounts'));
 is(balance(5), '52', 'the write with a dropped RETURNING column was made');
-$res = $qg->post('/q/insert_in_cte?aid=12', undef, key => $full);
-$qg->expect_rows($res, [ { aid => 12 } ], 'an INSERT CTE returning an unmasked column');
+$qg->expect_rows($_, [ { aid => 12 } ], 'an INSERT CTE returning an unmasked column')
+  for $qg->post_both('/q/insert_in_cte?aid=12', undef, key => $full, between => $qg->as_now('pgbench_accounts'));
 $qg->sql(q{SELECT querygate.unmask('full', 'pgbench_accounts.abalance'); SELECT querygate.unmask('full', '*.abalance');
            SELECT querygate.set_policy('full', mask_predicates => 'refuse');});
 
@@ -191,8 +211,7 @@ $qg->sql(q{SELECT querygate.unmask('full', 'pgbench_accounts.abalance'); SELECT 
 $qg->sql(q{SELECT querygate.grant_writes('writer', NULL)});
 refused('/q/deposit?aid=3&delta=5', $writer, 403, 'write_op_not_allowed', 'deposit after grant_writes(writer, NULL)');
 $qg->sql(q{SELECT querygate.grant_writes('writer', '{UPDATE}')});
-$res = $qg->post('/q/deposit?aid=3&delta=5', undef, key => $writer);
-is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'deposit after grant_writes(writer, {UPDATE})');
+wrote('/q/deposit?aid=3&delta=5', $writer, '200 {"rows_affected":1}', 'deposit after grant_writes(writer, {UPDATE})');
 $qg->sql(q{SELECT querygate.grant_writes('writer', '{}')});
 refused('/q/deposit?aid=3&delta=5', $writer, 403, 'write_op_not_allowed', 'deposit after grant_writes(writer, {})');
 like(sql_error($qg, q{SELECT querygate.grant_writes('writer', '{update,truncate}')}), qr/^22023 .*truncate/,
@@ -230,7 +249,6 @@ ok( poll_fresh(sub { fresh_request($qg, 'POST', '/q/deposit?aid=999999&delta=1',
 	'allow_writes off reached the workers');
 refused('/q/deposit?aid=3&delta=5', $writer, 403, 'read_only', 'deposit once writes are off again');
 refused('/q/close_in_cte?aid=6', $full, 403, 'read_only', 'the granted DELETE CTE once writes are off again');
-$res = $qg->post('/q/balance?aid=3', undef, key => $full);
-$qg->expect_rows($res, [ { abalance => 5 } ], 'reads still work');
+$qg->expect_rows($_, [ { abalance => 5 } ], 'reads still work') for $qg->post_both('/q/balance?aid=3', undef, key => $full);
 
 done_testing();

@@ -3,7 +3,11 @@
 # rows are invisible (0 rows affected, rows unchanged), an INSERT naming another tenant is refused
 # by the policy's WITH CHECK and inserts nothing, an INSERT without the column gets the caller's
 # tenant; a caller without a tenant sees nothing and creates nothing; a query cannot change its
-# tenant.
+# tenant. Every call is also sent as POST /sql with the query's text, by a twin of the policy
+# granted ad-hoc SQL with the same writes (QuerygateTest::both), with a key or token of the same
+# tenant, and answers alike, a write made once per path (put back in between), except by design:
+# SQL may not read or set the server's settings (current_setting, set_config), so the queries that
+# show or change querygate.tenant are refused there.
 use strict;
 use warnings;
 use PostgreSQL::Test::Utils;
@@ -52,62 +56,74 @@ is($qg->sql(q{SELECT tenant FROM querygate.keys WHERE name = 'acme_key'}), 'acme
 is($qg->sql(q{SELECT relrowsecurity AND relforcerowsecurity FROM pg_class WHERE relname = 'orders'}), 't',
 	'isolate_tenant enabled and forced row-level security');
 
+# The twin, its keys of the same tenants, and tokens that name it.
+$qg->adhoc_twin('app', tables => ['orders']);
+$qg->access(policy => 'app_sql', key => undef, jwt_issuers => ['https://issuer.test']);
+my $acme_sql = $qg->access(policy => 'app_sql', key => 'acme_sql_key', key_args => q{tenant => 'acme'});
+my $none_sql = $qg->access(policy => 'app_sql', key => 'no_tenant_sql_key');
+my $globex_sql = jwt_hs256({ sub => 'g1', policy => 'app_sql', iss => 'https://issuer.test', tenant => 'globex', exp => time() + 3600 }, $jwt_secret);
+my $token_none_sql = jwt_hs256({ sub => 'n1', policy => 'app_sql', iss => 'https://issuer.test', exp => time() + 3600 }, $jwt_secret);
+
 my %as = (acme => [ key => $acme ], globex => [ bearer => $globex ], none => [ key => $none ], token_none => [ bearer => $token_none ]);
-# POSTed, reads and writes alike (a write is never a GET's), the parameters in the query string.
-sub call { my ($who, $path) = @_; return $qg->post($path, undef, @{ $as{$who} }); }
+my %twin_as = (acme => [ key => $acme_sql ], globex => [ bearer => $globex_sql ], none => [ key => $none_sql ],
+	token_none => [ bearer => $token_none_sql ]);
+# POSTed, reads and writes alike (a write is never a GET's), the parameters in the query string,
+# through both paths: the saved query's answer, then the statement's. %o: between => (both()).
+sub call
+{
+	my ($who, $path, %o) = @_;
+	return $qg->post_both($path, undef, @{ $as{$who} }, policy => 'app', twin_auth => $twin_as{$who}, %o);
+}
 sub table { return $qg->sql(q{SELECT string_agg(id || ':' || tenant || ':' || coalesce(item, '-'), ',' ORDER BY id) FROM orders}); }
+# Through POST /sql, by design: the settings are not SQL's to read or set.
+sub no_settings { return (sql => [ 403, 'function_not_allowed', names => qr/\Q$_[0]\E\(\)/ ]); }
 
 # --- reads
-my $res = call(acme => '/q/list');
-$qg->expect_rows($res, [ { id => 1, tenant => 'acme', item => 'anvil' }, { id => 2, tenant => 'acme', item => 'rocket' } ],
-	'acme key: only acme rows');
-$res = call(globex => '/q/list');
-$qg->expect_rows($res, [ { id => 3, tenant => 'globex', item => 'gadget' }, { id => 4, tenant => 'globex', item => 'gizmo' } ],
-	'globex token: only globex rows');
-$res = call(none => '/q/list');
-$qg->expect_rows($res, [], 'a key without a tenant: no rows');
-$res = call(token_none => '/q/count_all');
-$qg->expect_rows($res, [ { n => 0 } ], 'a token without a tenant claim: counts no rows');
-$res = call(acme => '/q/count_all');
-$qg->expect_rows($res, [ { n => 2 } ], 'acme counts its two rows');
-$res = call(acme => '/q/get?id=3');
-$qg->expect_rows($res, [], 'acme reading globex\'s row by id: nothing');
-$res = call(globex => '/q/get?id=5');
-$qg->expect_rows($res, [], 'globex reading initech\'s row by id: nothing');
-$res = call(acme => '/q/my_tenant');
-$qg->expect_rows($res, [ { t => 'acme' } ], 'querygate.tenant is the key\'s tenant');
-$res = call(globex => '/q/my_tenant');
-$qg->expect_rows($res, [ { t => 'globex' } ], 'querygate.tenant is the token\'s tenant claim');
-$res = call(globex => '/q/claims_tenant');
-$qg->expect_rows($res, [ { t => 'globex' } ], 'and the claim is in request.jwt.claims');
+$qg->expect_rows($_, [ { id => 1, tenant => 'acme', item => 'anvil' }, { id => 2, tenant => 'acme', item => 'rocket' } ],
+	'acme key: only acme rows')
+  for call(acme => '/q/list');
+$qg->expect_rows($_, [ { id => 3, tenant => 'globex', item => 'gadget' }, { id => 4, tenant => 'globex', item => 'gizmo' } ],
+	'globex token: only globex rows')
+  for call(globex => '/q/list');
+$qg->expect_rows($_, [], 'a key without a tenant: no rows') for call(none => '/q/list');
+$qg->expect_rows($_, [ { n => 0 } ], 'a token without a tenant claim: counts no rows') for call(token_none => '/q/count_all');
+$qg->expect_rows($_, [ { n => 2 } ], 'acme counts its two rows') for call(acme => '/q/count_all');
+$qg->expect_rows($_, [], 'acme reading globex\'s row by id: nothing') for call(acme => '/q/get?id=3');
+$qg->expect_rows($_, [], 'globex reading initech\'s row by id: nothing') for call(globex => '/q/get?id=5');
+my ($saved, $adhoc) = call(acme => '/q/my_tenant');
+$qg->expect_rows($saved, [ { t => 'acme' } ], 'querygate.tenant is the key\'s tenant');
+$qg->expect_error($adhoc, 403, 'function_not_allowed', 'querygate.tenant read', no_settings('current_setting'));
+($saved, $adhoc) = call(globex => '/q/my_tenant');
+$qg->expect_rows($saved, [ { t => 'globex' } ], 'querygate.tenant is the token\'s tenant claim');
+$qg->expect_error($adhoc, 403, 'function_not_allowed', 'querygate.tenant read', no_settings('current_setting'));
+($saved, $adhoc) = call(globex => '/q/claims_tenant');
+$qg->expect_rows($saved, [ { t => 'globex' } ], 'and the claim is in request.jwt.claims');
+$qg->expect_error($adhoc, 403, 'function_not_allowed', 'request.jwt.claims read', no_settings('current_setting'));
 
 # --- a query cannot change its tenant
 my $before = table();
-$res = call(acme => '/q/switch_tenant?t=globex');
-$qg->expect_error($res, 403, 'permission_denied', 'set_config(querygate.tenant) from a query');
-$res = call(acme => '/q/switch_then_list');
-$qg->expect_error($res, 403, 'permission_denied', 'set_config(querygate.tenant) inside a CTE');
-$res = call(acme => '/q/list');
-is(scalar @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] }, 2, 'acme still sees its two rows');
+$qg->expect_error($_, 403, 'permission_denied', 'set_config(querygate.tenant) from a query', no_settings('set_config'))
+  for call(acme => '/q/switch_tenant?t=globex');
+$qg->expect_error($_, 403, 'permission_denied', 'set_config(querygate.tenant) inside a CTE', no_settings('set_config'))
+  for call(acme => '/q/switch_then_list');
+is(scalar @{ ref $_->{json} eq 'ARRAY' ? $_->{json} : [] }, 2, on_path($_, 'acme still sees its two rows'))
+  for call(acme => '/q/list');
 
 # --- cross-tenant updates and deletes: 0 rows, nothing changed
-$res = call(acme => '/q/rename?id=3&item=stolen');
-is("$res->{status} $res->{content}", '200 {"rows_affected":0}', 'acme updating globex\'s row: 0 rows');
-$res = call(globex => '/q/rename?id=1&item=stolen');
-is("$res->{status} $res->{content}", '200 {"rows_affected":0}', 'globex updating acme\'s row: 0 rows');
-$res = call(acme => '/q/remove?id=4');
-is("$res->{status} $res->{content}", '200 {"rows_affected":0}', 'acme deleting globex\'s row: 0 rows');
-$res = call(globex => '/q/remove?id=5');
-is("$res->{status} $res->{content}", '200 {"rows_affected":0}', 'globex deleting initech\'s row: 0 rows');
-$res = call(none => '/q/rename?id=1&item=stolen');
-is("$res->{status} $res->{content}", '200 {"rows_affected":0}', 'no tenant updating: 0 rows');
-$res = call(none => '/q/remove?id=1');
-is("$res->{status} $res->{content}", '200 {"rows_affected":0}', 'no tenant deleting: 0 rows');
+for my $c ([ acme => '/q/rename?id=3&item=stolen', 'acme updating globex\'s row: 0 rows' ],
+	[ globex => '/q/rename?id=1&item=stolen', 'globex updating acme\'s row: 0 rows' ],
+	[ acme => '/q/remove?id=4', 'acme deleting globex\'s row: 0 rows' ],
+	[ globex => '/q/remove?id=5', 'globex deleting initech\'s row: 0 rows' ],
+	[ none => '/q/rename?id=1&item=stolen', 'no tenant updating: 0 rows' ],
+	[ none => '/q/remove?id=1', 'no tenant deleting: 0 rows' ])
+{
+	my ($who, $path, $name) = @$c;
+	is("$_->{status} $_->{content}", '200 {"rows_affected":0}', on_path($_, $name)) for call($who => $path);
+}
 is(table(), $before, 'every cross-tenant update and delete left the table as it was');
 
 # Moving an own row to another tenant is refused by WITH CHECK.
-$res = call(acme => '/q/move?id=1&tenant=globex');
-$qg->expect_error($res, 403, 'row_not_allowed', 'acme moving its row to globex');
+$qg->expect_error($_, 403, 'row_not_allowed', 'acme moving its row to globex') for call(acme => '/q/move?id=1&tenant=globex');
 is(table(), $before, 'the move changed nothing');
 
 # --- cross-tenant inserts: refused, nothing inserted
@@ -115,58 +131,61 @@ my $count = $qg->sql('SELECT count(*) FROM orders');
 for my $c ([ acme => 'globex' ], [ globex => 'acme' ], [ acme => 'initech' ])
 {
 	my ($who, $other) = @$c;
-	$res = call($who => "/q/add_for?tenant=$other&item=planted");
-	$qg->expect_error($res, 403, 'row_not_allowed', "$who inserting a row for $other");
+	$qg->expect_error($_, 403, 'row_not_allowed', "$who inserting a row for $other")
+	  for call($who => "/q/add_for?tenant=$other&item=planted");
 }
 # A NULL tenant (written, or the default of a caller without one) also breaks the NOT NULL
 # constraint, but PostgreSQL checks the row-level security policy's WITH CHECK first.
-$res = call(acme => '/q/add_null_tenant?item=planted');
-$qg->expect_error($res, 403, 'row_not_allowed', 'acme inserting a row with a NULL tenant');
-$res = call(none => '/q/add?item=planted');
-$qg->expect_error($res, 403, 'row_not_allowed', 'no tenant inserting without the column (the default is NULL)');
-$res = call(none => '/q/add_for?tenant=acme&item=planted');
-$qg->expect_error($res, 403, 'row_not_allowed', 'no tenant inserting a row for acme');
+$qg->expect_error($_, 403, 'row_not_allowed', 'acme inserting a row with a NULL tenant')
+  for call(acme => '/q/add_null_tenant?item=planted');
+$qg->expect_error($_, 403, 'row_not_allowed', 'no tenant inserting without the column (the default is NULL)')
+  for call(none => '/q/add?item=planted');
+$qg->expect_error($_, 403, 'row_not_allowed', 'no tenant inserting a row for acme')
+  for call(none => '/q/add_for?tenant=acme&item=planted');
 is($qg->sql('SELECT count(*) FROM orders'), $count, 'nothing was inserted');
 is($qg->sql(q{SELECT count(*) FROM orders WHERE item = 'planted'}), '0', 'no planted row anywhere');
 
-# --- own writes
-$res = call(acme => '/q/add?item=hammer');
-$qg->expect_rows($res, [ { tenant => 'acme', item => 'hammer' } ], 'acme inserting without the tenant column gets acme');
-$res = call(globex => '/q/add?item=widget');
-$qg->expect_rows($res, [ { tenant => 'globex', item => 'widget' } ], 'globex inserting without the tenant column gets globex');
-$res = call(acme => '/q/add_for?tenant=acme&item=nail');
-is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'acme inserting a row naming acme');
+# --- own writes, each made by both paths with the table put back in between
+sub own_write { my ($who, $path) = @_; return call($who => $path, between => $qg->as_now('orders')); }
+$qg->expect_rows($_, [ { tenant => 'acme', item => 'hammer' } ], 'acme inserting without the tenant column gets acme')
+  for own_write(acme => '/q/add?item=hammer');
+$qg->expect_rows($_, [ { tenant => 'globex', item => 'widget' } ], 'globex inserting without the tenant column gets globex')
+  for own_write(globex => '/q/add?item=widget');
+is("$_->{status} $_->{content}", '200 {"rows_affected":1}', on_path($_, 'acme inserting a row naming acme'))
+  for own_write(acme => '/q/add_for?tenant=acme&item=nail');
 is($qg->sql(q{SELECT string_agg(tenant || ':' || item, ',' ORDER BY id) FROM orders WHERE id >= 100}),
 	'acme:hammer,globex:widget,acme:nail', 'the new rows, with their tenants');
-$res = call(acme => '/q/rename?id=1&item=anvil2');
-is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'acme updating its own row');
-$res = call(globex => '/q/remove?id=4');
-is("$res->{status} $res->{content}", '200 {"rows_affected":1}', 'globex deleting its own row');
+is("$_->{status} $_->{content}", '200 {"rows_affected":1}', on_path($_, 'acme updating its own row'))
+  for own_write(acme => '/q/rename?id=1&item=anvil2');
+is("$_->{status} $_->{content}", '200 {"rows_affected":1}', on_path($_, 'globex deleting its own row'))
+  for own_write(globex => '/q/remove?id=4');
 is($qg->sql(q{SELECT string_agg(id || ':' || item, ',' ORDER BY id) FROM orders WHERE id < 100}),
 	'1:anvil2,2:rocket,3:gadget,5:stapler', 'only the own rows changed');
-$res = call(acme => '/q/list');
-is(join(',', map { $_->{id} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] }),
-	$qg->sql(q{SELECT string_agg(id::text, ',' ORDER BY id) FROM orders WHERE tenant = 'acme'}),
-	'acme lists its rows, old and new');
+my $acme_rows = $qg->sql(q{SELECT string_agg(id::text, ',' ORDER BY id) FROM orders WHERE tenant = 'acme'});
+is(join(',', map { $_->{id} } @{ ref $_->{json} eq 'ARRAY' ? $_->{json} : [] }), $acme_rows,
+	on_path($_, 'acme lists its rows, old and new'))
+  for call(acme => '/q/list');
 
 # --- the tenant does not leak to the next call on the same connection
-$res = call(acme => '/q/my_tenant');
-$res = call(none => '/q/my_tenant');
+call(acme => '/q/my_tenant');
+($saved, $adhoc) = call(none => '/q/my_tenant');
 # querygate.tenant is defined by the library with the empty string as its value outside a call.
-$qg->expect_rows($res, [ { t => '' } ], 'a call without a tenant right after acme\'s has none');
-$res = call(none => '/q/list');
-$qg->expect_rows($res, [], 'and sees no rows');
+$qg->expect_rows($saved, [ { t => '' } ], 'a call without a tenant right after acme\'s has none');
+$qg->expect_error($adhoc, 403, 'function_not_allowed', 'querygate.tenant read', no_settings('current_setting'));
+call(acme => '/q/list');
+$qg->expect_rows($_, [], 'a call without a tenant right after acme\'s sees no rows') for call(none => '/q/list');
 
 # --- another tenant claim
 $qg->set_and_reload('querygate.jwt_tenant_claim', 'org');
 my $org_acme = jwt_hs256({ sub => 'o1', policy => 'app', iss => 'https://issuer.test', org => 'acme', tenant => 'globex', exp => time() + 3600 }, $jwt_secret);
+my $org_acme_sql = jwt_hs256({ sub => 'o1', policy => 'app_sql', iss => 'https://issuer.test', org => 'acme', tenant => 'globex', exp => time() + 3600 }, $jwt_secret);
 ok( poll_fresh(sub { fresh_request($qg, 'GET', '/q/my_tenant', bearer => $org_acme) },
 		sub { ref $_[0]{json} eq 'ARRAY' && ($_[0]{json}[0]{t} // '') eq 'acme' }),
 	'jwt_tenant_claim = org reached every worker');
-$res = $qg->get('/q/list', bearer => $org_acme);
-is(join(',', map { $_->{tenant} } @{ ref $res->{json} eq 'ARRAY' ? $res->{json} : [] }), 'acme,acme,acme,acme',
-	'the org claim chooses the tenant (the tenant claim is ignored)');
-$res = $qg->get('/q/count_all', bearer => $globex);
-$qg->expect_rows($res, [ { n => 0 } ], 'a token with only a tenant claim now has no tenant: no rows');
+is(join(',', map { $_->{tenant} } @{ ref $_->{json} eq 'ARRAY' ? $_->{json} : [] }), 'acme,acme,acme,acme',
+	on_path($_, 'the org claim chooses the tenant (the tenant claim is ignored)'))
+  for $qg->get_both('/q/list', bearer => $org_acme, policy => 'app', twin_auth => [ bearer => $org_acme_sql ]);
+$qg->expect_rows($_, [ { n => 0 } ], 'a token with only a tenant claim now has no tenant: no rows')
+  for $qg->get_both('/q/count_all', bearer => $globex, policy => 'app', twin_auth => [ bearer => $globex_sql ]);
 
 done_testing();
