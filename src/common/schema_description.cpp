@@ -9,8 +9,8 @@ const char functions[] =
     "Built-in functions that are immutable (operators, text, numbers, dates, JSON, arrays), the "
     "clock (now(), current_date and their kin), random numbers and formatting (format, to_char, "
     "to_json) may be called, none that can read the catalogs or the server's settings "
-    "(current_setting, version, current_user, has_table_privilege, pg_* functions), and "
-    "functions that are not built in only as the policy's saved queries may call them.";
+    "(current_setting, version, current_user, has_table_privilege, pg_* functions), and none "
+    "that is not built in (refused as a name, as one that does not exist is).";
 
 const char *kind_name(Kind kind)
 {
