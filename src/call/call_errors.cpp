@@ -46,10 +46,14 @@ ApiError database_error(const pg::PgError &e)
 
 } // namespace
 
+std::string logged_name(const CallRequest &request)
+{
+    return request.sql.empty() ? "\"" + request.query + "\"" : "SQL a caller wrote";
+}
+
 ApiError call_error(const pg::PgError &e, const CallRequest &request, const CachedQuery *query,
                     const StatementRun::Progress &progress)
 {
-    const char *name = query ? query->name.c_str() : request.query.c_str();
     const int failing_param = progress.failing_param;
     if (progress.phase == StatementRun::Phase::binding && query != nullptr && failing_param >= 0 &&
         failing_param < static_cast<int>(query->param_names.size()))
@@ -82,10 +86,11 @@ ApiError call_error(const pg::PgError &e, const CallRequest &request, const Cach
         // or values the caller may not see. The call's cancel may be pending (its budget spent
         // as it failed): held, for the transaction's abort to clear.
         const pg::HeldInterrupts held;
-        ereport(LOG, (errmsg("querygate: call of \"%s\" failed (request %s): %s", name,
-                             request.request_id.c_str(), e.message.c_str()),
-                      e.detail.empty() ? 0 : errdetail_internal("%s", e.detail.c_str()),
-                      errhidestmt(true)));
+        ereport(
+            LOG,
+            (errmsg("querygate: call of %s failed (request %s): %s", logged_name(request).c_str(),
+                    request.request_id.c_str(), e.message.c_str()),
+             e.detail.empty() ? 0 : errdetail_internal("%s", e.detail.c_str()), errhidestmt(true)));
     }
     return database_error(e);
 }

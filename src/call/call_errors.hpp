@@ -20,6 +20,10 @@
 #include "common/call.hpp"
 #include "pg/pg_guard.hpp"
 
+// What the server log calls a call: its query's name, quoted, or "SQL a caller wrote" (an ad-hoc
+// statement's name is the worker's own, and the statement's text is never logged).
+std::string logged_name(const CallRequest &request);
+
 // `query`: the query called, once found (else the request's name is logged); `progress`: how
 // far its statement got.
 ApiError call_error(const pg::PgError &e, const CallRequest &request, const CachedQuery *query,

@@ -464,8 +464,9 @@ void CallSteps::failed(const std::exception &e)
     // aborted as it goes, or every later call on this worker would fail.
     {
         const pg::HeldInterrupts held; // a pending cancel is the abort's to clear
-        ereport(LOG, (errmsg("querygate: call of \"%s\" failed (request %s): %s",
-                             request_.query.c_str(), request_.request_id.c_str(), e.what())));
+        ereport(LOG,
+                (errmsg("querygate: call of %s failed (request %s): %s",
+                        logged_name(request_).c_str(), request_.request_id.c_str(), e.what())));
     }
     fail(api_errors::make(error_code::internal_error, "internal error"));
 }
